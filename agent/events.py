@@ -1,0 +1,51 @@
+"""The typed events one agent turn yields, in order; the UI and the CLI render them."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class Event:
+    def to_dict(self) -> dict:
+        return {"type": type(self).__name__, **asdict(self)}
+
+
+@dataclass
+class DraftEvent(Event):
+    """The model's text so far while it generates step `step` (for live display only)."""
+    step: int
+    text: str
+
+
+@dataclass
+class ThoughtEvent(Event):
+    step: int
+    text: str
+
+
+@dataclass
+class ToolCallEvent(Event):
+    step: int
+    tool: str
+    tool_input: str
+
+
+@dataclass
+class ObservationEvent(Event):
+    step: int
+    tool: str | None
+    text: str
+    image: str | None = None
+    duration: float = 0.0
+    error: bool = False
+
+
+@dataclass
+class AnswerEvent(Event):
+    text: str
+    images: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ErrorEvent(Event):
+    message: str

@@ -1,0 +1,182 @@
+"""A transformers causal LM as the controller, with a reused KV cache for the shared prompt prefix."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Literal
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, TextIteratorStreamer
+
+from .controller import ControllerError, stream_until_stop, truncate_at
+
+ChatFormat = Literal["auto", "raw", "chat", "vicuna"]
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class TransformersController:
+    """Any causal LM (id or path), optional peft LoRA adapter, optional 8-/4-bit on CUDA.
+
+    `chat_format`: "raw" sends the prompt as is; "vicuna" wraps it as GPT4Tools does
+    (`USER: \\n{prompt}ASSISTANT:`); "chat" uses the tokenizer's chat template; "auto" picks
+    "chat" when the tokenizer has a template, else "raw".
+
+    Prefix caching: the KV cache of the last sequence is kept; a new prompt reuses it up to the
+    longest common token prefix (the fixed GPT4Tools prompt, the history, earlier steps), so each
+    agent step only encodes what is new.
+    """
+
+    def __init__(self, model, tokenizer, *, chat_format: ChatFormat = "auto", name: str | None = None,
+                 prefix_cache: bool = True):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if chat_format == "auto":
+            chat_format = "chat" if tokenizer.chat_template else "raw"
+        self.chat_format = chat_format
+        self.name = name or model.config.name_or_path
+        self.prefix_cache = prefix_cache
+        self.reused_tokens = self.prompt_tokens = 0  # prefix-cache statistics
+        self._cache: DynamicCache | None = None
+        self._cache_ids: list[int] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_pretrained(cls, model_id: str, adapter: str | None = None, *, load_in_8bit: bool = False,
+                        load_in_4bit: bool = False, device_map: str | dict | None = None,
+                        chat_format: ChatFormat = "auto", name: str | None = None,
+                        prefix_cache: bool = True) -> "TransformersController":
+        cuda = torch.cuda.is_available()
+        quantization = None
+        if load_in_8bit or load_in_4bit:
+            if not cuda:
+                raise ControllerError("8-/4-bit loading needs a CUDA GPU and bitsandbytes "
+                                      "(pip install -e '.[gpu]')")
+            from transformers import BitsAndBytesConfig
+            quantization = BitsAndBytesConfig(load_in_8bit=load_in_8bit, load_in_4bit=load_in_4bit,
+                                              bnb_4bit_compute_dtype=torch.float16)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(model_id)
+            model = AutoModelForCausalLM.from_pretrained(
+                model_id, dtype=torch.float16 if cuda else torch.float32,
+                device_map=device_map or ("auto" if cuda else None), quantization_config=quantization)
+        except (OSError, ValueError) as exc:
+            raise ControllerError(f"cannot load controller '{model_id}': {exc}") from None
+        if adapter:
+            from peft import PeftModel
+            try:
+                model = PeftModel.from_pretrained(model, adapter)
+            except (OSError, ValueError) as exc:
+                raise ControllerError(f"cannot load adapter '{adapter}': {exc}") from None
+            if quantization is None:
+                model = model.merge_and_unload()  # as GPT4Tools does: plain weights, full speed
+        label = name or (model_id + (f" + {adapter}" if adapter else ""))
+        return cls(model, tokenizer, chat_format=chat_format, name=label, prefix_cache=prefix_cache)
+
+    # --- text <-> tokens -----------------------------------------------------------------------
+    def format_prompt(self, prompt: str) -> str:
+        if self.chat_format == "vicuna":
+            return f"USER: \n{prompt}ASSISTANT:"
+        if self.chat_format == "chat":
+            return self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        return prompt
+
+    def _encode(self, text: str, special: bool = True) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=special)["input_ids"]
+
+    def _decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    # --- generation ----------------------------------------------------------------------------
+    def _generate_ids(self, ids: list[int], *, stop: Sequence[str], max_new_tokens: int, temperature: float,
+                      n: int = 1, streamer=None) -> list[list[int]]:
+        """Generate under the lock; with n == 1 reuse (and then keep) the prefix KV cache."""
+        input_ids = torch.tensor([ids], device=self.model.device)
+        kwargs = dict(max_new_tokens=max_new_tokens, num_return_sequences=n, streamer=streamer,
+                      do_sample=temperature > 0, pad_token_id=self.tokenizer.pad_token_id,
+                      return_dict_in_generate=True, attention_mask=torch.ones_like(input_ids))
+        if temperature > 0:
+            kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
+        else:
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        if stop:
+            kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
+        reuse = self.prefix_cache and n == 1
+        with self._lock, torch.inference_mode():
+            if reuse:
+                keep = min(_common_prefix(ids, self._cache_ids), len(ids) - 1)
+                if keep > 0 and self._cache is not None:
+                    self._cache.crop(keep - self._cache.get_seq_length())  # negative: tokens to drop
+                else:
+                    keep, self._cache = 0, DynamicCache(config=self.model.config)
+                kwargs["cache"] = self._cache
+                self.reused_tokens += keep
+            self.prompt_tokens += len(ids)
+            out = self.model.generate(input_ids, **kwargs)
+            if reuse:
+                self._cache = out.cache
+                self._cache_ids = out.sequences[0, : self._cache.get_seq_length()].tolist()
+        return [seq[len(ids):].tolist() for seq in out.sequences]
+
+    def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+                 temperature: float = 0.0, n: int = 1) -> list[str]:
+        ids = self._encode(self.format_prompt(prompt), special=self.chat_format != "chat")
+        outs = self._generate_ids(ids, stop=stop, max_new_tokens=max_new_tokens, temperature=temperature, n=n)
+        return [truncate_at(self._decode(out), stop) for out in outs]
+
+    def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+               temperature: float = 0.0) -> Iterator[str]:
+        ids = self._encode(self.format_prompt(prompt), special=self.chat_format != "chat")
+        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                self._generate_ids(ids, stop=stop, max_new_tokens=max_new_tokens,
+                                   temperature=temperature, streamer=streamer)
+            except BaseException as exc:  # re-raised in the caller's thread below
+                failure.append(exc)
+                streamer.end()
+
+        thread = threading.Thread(target=work, daemon=True)
+        thread.start()
+        try:
+            yield from stream_until_stop(streamer, stop)
+        finally:
+            thread.join()
+        if failure:
+            raise failure[0]
+
+    # --- scoring -------------------------------------------------------------------------------
+    def _score(self, ids: list[int]) -> torch.Tensor:
+        """log P(ids[i] | ids[:i]) for i >= 1."""
+        with self._lock, torch.inference_mode():
+            logits = self.model(torch.tensor([ids], device=self.model.device)).logits[0, :-1].float()
+        return logits.log_softmax(-1).gather(1, torch.tensor(ids[1:], device=logits.device)[:, None])[:, 0]
+
+    def logprobs(self, prompt: str, continuation: str) -> list[float]:
+        head = self._encode(prompt)
+        if not head:
+            if self.tokenizer.bos_token_id is None:
+                raise ValueError("logprobs needs a non-empty prompt for a model without a BOS token")
+            head = [self.tokenizer.bos_token_id]
+        tail = self._encode(continuation, special=False)
+        return self._score(head + tail)[len(head) - 1:].tolist() if tail else []
+
+    def token_logprobs(self, text: str) -> tuple[list[str], list[int], list[float | None]]:
+        """Tokens of `text`, their character offsets and log-probabilities (None for the first)."""
+        enc = self.tokenizer(text, return_offsets_mapping=True)
+        ids = enc["input_ids"]
+        scores = self._score(ids).tolist() if len(ids) > 1 else []
+        tokens = [self.tokenizer.decode([i]) for i in ids]
+        return tokens, [start for start, _ in enc["offset_mapping"]], [None, *scores]

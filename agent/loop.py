@@ -1,0 +1,79 @@
+"""The Thought/Action/Observation loop: every error becomes an Observation; only our bugs raise."""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+
+from visual_tools import ImageStore, ToolInputError, ToolRegistry, invoke
+from visual_tools.image_store import IMAGE_NAME
+
+from .controller import Controller, ControllerError
+from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, ThoughtEvent,
+                     ToolCallEvent)
+from .parsing import Final, ParseError, parse_step
+from .prompts import STOP, ScratchStep, Turn, render_prompt, render_step
+
+log = logging.getLogger(__name__)
+STOPPED = "Agent stopped due to iteration limit."
+
+
+class Agent:
+    """Runs one user turn against a controller and a tool registry, yielding events as they happen."""
+
+    def __init__(self, controller: Controller, registry: ToolRegistry, *, max_steps: int = 5,
+                 max_new_tokens: int = 256, temperature: float = 0.0, history_turns: int = 6):
+        self.controller, self.registry = controller, registry
+        self.max_steps, self.max_new_tokens, self.temperature = max_steps, max_new_tokens, temperature
+        self.history_turns = history_turns
+
+    def prompt(self, user_input: str, history: list[Turn], steps: list[ScratchStep]) -> str:
+        return render_prompt(self.registry.available(), history[-self.history_turns:], user_input, steps)
+
+    def run(self, user_input: str, history: list[Turn], store: ImageStore) -> Iterator[Event]:
+        steps: list[ScratchStep] = []
+        for step in range(self.max_steps):
+            text = ""
+            try:
+                for piece in self.controller.stream(self.prompt(user_input, history, steps), stop=STOP,
+                                                    max_new_tokens=self.max_new_tokens,
+                                                    temperature=self.temperature):
+                    text += piece
+                    yield DraftEvent(step, text)
+            except ControllerError as exc:
+                yield ErrorEvent(f"Controller error: {exc}")
+                return
+            parsed = parse_step(text)
+            if isinstance(parsed, Final):
+                yield ThoughtEvent(step, parsed.thought)
+                names = [n for n in dict.fromkeys(IMAGE_NAME.findall(parsed.answer)) if _exists(store, n)]
+                yield AnswerEvent(parsed.answer, names)
+                return
+            if isinstance(parsed, ParseError):
+                yield ObservationEvent(step, None, parsed.message, error=True)
+                steps.append(ScratchStep(parsed.text.strip(), parsed.message))
+                continue
+            yield ThoughtEvent(step, parsed.thought)
+            yield ToolCallEvent(step, parsed.tool, parsed.tool_input)
+            started, name, image, error = time.monotonic(), parsed.tool, None, True
+            try:
+                tool = self.registry.get(parsed.tool)
+                name = tool.name
+                result = invoke(tool, parsed.tool_input, store)
+                observation, image, error = result.text, result.image, False
+            except ToolInputError as exc:
+                observation = f"Error: {exc}"
+            except Exception as exc:  # a tool's own failure (weights, CUDA, a bad file) is the model's news
+                log.exception("tool %s failed", name)
+                observation = f"Error: {name} failed: {type(exc).__name__}: {exc}"
+            yield ObservationEvent(step, name, observation, image, time.monotonic() - started, error)
+            steps.append(ScratchStep(render_step(parsed.thought, name, parsed.tool_input), observation))
+        yield ErrorEvent(f"{STOPPED} ({self.max_steps} steps without a final answer)")
+
+
+def _exists(store: ImageStore, name: str) -> bool:
+    try:
+        store.resolve(name)
+        return True
+    except ToolInputError:
+        return False

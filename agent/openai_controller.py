@@ -1,0 +1,79 @@
+"""An OpenAI-compatible HTTP server (OpenAI, vLLM, llama.cpp, `python -m agent serve`) as the controller."""
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
+
+import openai
+
+from .controller import ControllerError, stream_until_stop, truncate_at
+
+T = TypeVar("T")
+
+
+class OpenAIController:
+    """chat/completions for generation; completions with `echo` + `logprobs` for scoring (as vLLM serves)."""
+
+    def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None,
+                 timeout: float = 120.0):
+        self.base_url = base_url.rstrip("/")
+        self.client = openai.OpenAI(base_url=self.base_url, timeout=timeout, max_retries=1,
+                                    api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY")
+        self._model = model
+        self.name = f"{model or 'first model'} @ {self.base_url}"
+
+    def _call(self, request: Callable[[], T]) -> T:
+        try:
+            return request()
+        except openai.APIConnectionError as exc:
+            raise ControllerError(f"cannot reach the controller at {self.base_url} ({exc.__cause__ or exc})") from None
+        except openai.APIError as exc:
+            raise ControllerError(f"the controller at {self.base_url} answered with an error: {exc}") from None
+
+    @property
+    def model(self) -> str:
+        if self._model is None:
+            models = self._call(lambda: self.client.models.list()).data
+            if not models:
+                raise ControllerError(f"the server at {self.base_url} serves no model")
+            self._model = models[0].id
+            self.name = f"{self._model} @ {self.base_url}"
+        return self._model
+
+    def _chat(self, prompt: str, stop: Sequence[str], **kwargs):
+        return self.client.chat.completions.create(
+            model=self.model, messages=[{"role": "user", "content": prompt}],
+            stop=list(stop)[:4] or None, **kwargs)  # the API takes at most 4 stop strings
+
+    def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+                 temperature: float = 0.0, n: int = 1) -> list[str]:
+        reply = self._call(lambda: self._chat(prompt, stop, max_tokens=max_new_tokens,
+                                              temperature=temperature, n=n))
+        return [truncate_at(choice.message.content or "", stop) for choice in reply.choices]
+
+    def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+               temperature: float = 0.0) -> Iterator[str]:
+        chunks = self._call(lambda: self._chat(prompt, stop, max_tokens=max_new_tokens,
+                                               temperature=temperature, stream=True))
+
+        def texts() -> Iterator[str]:
+            try:
+                for chunk in chunks:
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        yield chunk.choices[0].delta.content
+            except openai.APIError as exc:
+                raise ControllerError(f"the stream from {self.base_url} broke off: {exc}") from None
+
+        try:
+            yield from stream_until_stop(texts(), stop)
+        finally:
+            chunks.close()
+
+    def logprobs(self, prompt: str, continuation: str) -> list[float]:
+        reply = self._call(lambda: self.client.completions.create(
+            model=self.model, prompt=prompt + continuation, echo=True, logprobs=0, max_tokens=1, temperature=0))
+        scored = reply.choices[0].logprobs
+        end = len(prompt) + len(continuation)
+        return [lp for offset, lp in zip(scored.text_offset, scored.token_logprobs)
+                if len(prompt) <= offset < end and lp is not None]

@@ -1,0 +1,60 @@
+"""Toolsmith: `python app.py` opens the Gradio app (also the Hugging Face Space entry point)."""
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr  # noqa: E402
+
+from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
+from agent.controller import Controller  # noqa: E402
+from agent.pool import ControllerPool  # noqa: E402
+from visual_tools import ToolRegistry, data_home  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Toolsmith: a GPT4Tools-style visual tool agent in Gradio.")
+    parser.add_argument("--controller", default="embedded",
+                        help="'embedded' (SmolLM2-135M, offline), a hub id or local folder "
+                             "(e.g. lmsys/vicuna-13b-v1.5), or an OpenAI-compatible URL such as "
+                             "http://127.0.0.1:8000/v1#model-name (default: embedded)")
+    parser.add_argument("--adapter", default=None, help="a peft LoRA adapter folder to apply to the controller")
+    parser.add_argument("--load", default=None,
+                        help='tools and devices, e.g. "ImageCaptioning_cuda:0,Image2Canny_cpu" '
+                             "(default: every tool, on cuda:0 if present else cpu)")
+    parser.add_argument("--max-steps", type=int, default=5, help="tool steps per turn (default 5)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for a LAN)")
+    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--share", action="store_true", help="open a public gradio.live link")
+    return parser.parse_args(argv)
+
+
+def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: int = 5) -> gr.Blocks:
+    """The whole app; each package builds its own tab."""
+    with gr.Blocks(title="Toolsmith") as demo:
+        gr.Markdown("# 🛠️ Toolsmith\nA controller LLM that answers with GPT4Tools' "
+                    "*Thought / Action / Observation* format and calls visual tools.")
+        with gr.Tab("Chat"):
+            build_chat_tab(ChatServices(registry, controllers, max_steps))
+    return demo
+
+
+def main(argv: list[str] | None = None, controller: Controller | None = None) -> None:
+    args = parse_args(argv)
+    registry = ToolRegistry.from_load(args.load)
+    pool = ControllerPool(default=(args.controller, args.adapter))
+    if controller is not None:
+        pool.add(pool.default, controller)
+    else:
+        print(f"Loading controller {args.controller}...", flush=True)
+        print(f"Controller ready: {pool.get().name}", flush=True)
+    demo = build_app(registry, pool, args.max_steps)
+    demo.queue(default_concurrency_limit=4).launch(
+        server_name=args.host, server_port=args.port, share=args.share,
+        allowed_paths=[str(data_home() / "sessions")], theme=gr.themes.Soft())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,8 @@
+"""The visual tools, their registry and the per-session image store."""
+from .base import Input, Tool, ToolInputError
+from .image_store import ImageInputError, ImageStore, data_home
+from .invoke import ToolResult, invoke
+from .registry import TOOL_CLASSES, ToolRegistry, UnknownToolError, parse_load
+
+__all__ = ["Input", "Tool", "ToolInputError", "ImageInputError", "ImageStore", "data_home",
+           "ToolResult", "invoke", "TOOL_CLASSES", "ToolRegistry", "UnknownToolError", "parse_load"]

@@ -1,0 +1,126 @@
+"""The tool contract: one class per tool, its prompt name, description and input schema in one place."""
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from PIL import Image
+
+InputType = Literal["image_path", "text", "number"]
+INPUT_TYPES = ("image_path", "text", "number")
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    type: InputType
+
+
+class ToolInputError(ValueError):
+    """The model's Action Input does not fit the tool's schema; shown to the model as an Observation."""
+
+
+class Tool:
+    """One visual tool.
+
+    Subclasses declare `name` (the exact string the model writes after `Action:`), `description`
+    (the prompt text), `inputs`, `output`, `op` (the word in output file names), `checkpoints`,
+    and implement `forward(**inputs)` returning text or a PIL image. Heavy set-up goes in `setup()`,
+    which runs once, lazily, on first use. Image inputs arrive as resolved `Path`s.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    inputs: ClassVar[tuple[Input, ...]]
+    output: ClassVar[Literal["image_path", "text"]]
+    op: ClassVar[str] = "update"
+    checkpoints: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if inspect.isabstract(cls) or "forward" not in cls.__dict__:
+            return  # an intermediate base class
+        for attr in ("name", "description", "inputs", "output"):
+            if not hasattr(cls, attr):
+                raise TypeError(f"{cls.__name__} must define `{attr}`")
+        params = list(inspect.signature(cls.forward).parameters)[1:]
+        if params != [i.name for i in cls.inputs]:
+            raise TypeError(f"{cls.__name__}.forward{tuple(params)} must take exactly its inputs "
+                            f"{tuple(i.name for i in cls.inputs)}")
+        if any(i.type not in INPUT_TYPES for i in cls.inputs) or cls.output not in ("image_path", "text"):
+            raise TypeError(f"{cls.__name__}: input types must be in {INPUT_TYPES}, output image_path|text")
+        if "_" in cls.op:
+            raise TypeError(f"{cls.__name__}.op must not contain '_' (it separates provenance names)")
+
+    def __init__(self, device: str = "cpu", checkpoint: str | None = None):
+        self.device = device
+        self.checkpoint = (checkpoint or os.environ.get(self.checkpoint_env())
+                           or (self.checkpoints[0] if self.checkpoints else None))
+        self._ready = False
+        self._lock = threading.Lock()
+
+    @classmethod
+    def checkpoint_env(cls) -> str:
+        """The environment variable that overrides this tool's checkpoint (a hub id or a folder)."""
+        return f"TOOLSMITH_{cls.__name__.upper()}_CHECKPOINT"
+
+    # --- availability and set-up -------------------------------------------------------------
+    def availability(self) -> tuple[bool, str]:
+        """(True, "") when the tool can run here, else (False, what it needs and how to get it)."""
+        return True, ""
+
+    def setup(self) -> None:
+        """Load models; called once, on first use, on `self.device`."""
+
+    def ensure_ready(self) -> None:
+        with self._lock:
+            if not self._ready:
+                ok, reason = self.availability()
+                if not ok:
+                    raise ToolInputError(f"{self.name} is unavailable: {reason}")
+                self.setup()
+                self._ready = True
+
+    # --- calling -------------------------------------------------------------------------------
+    def parse_input(self, text: str) -> dict[str, str]:
+        """Split GPT4Tools' comma-separated Action Input into this tool's named inputs."""
+        text = text.strip().strip("`").strip()
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            text = text[1:-1]
+        parts = [p.strip() for p in text.split(",", len(self.inputs) - 1)] if self.inputs else []
+        if len(parts) < len(self.inputs) or any(not p for p in parts):
+            wanted = ", ".join(i.name for i in self.inputs)
+            raise ToolInputError(f"{self.name} needs {len(self.inputs)} comma-separated inputs "
+                                 f"({wanted}); got '{text}'")
+        if self.inputs and self.inputs[-1].type == "image_path":
+            parts[-1] = parts[-1].split(",")[0].strip()  # "image/x.png, extra words" -> the path
+        return {i.name: p for i, p in zip(self.inputs, parts)}
+
+    def __call__(self, **args: Any) -> str | Image.Image:
+        if set(args) != {i.name for i in self.inputs}:
+            raise ToolInputError(f"{self.name} takes {[i.name for i in self.inputs]}, got {sorted(args)}")
+        for spec in self.inputs:
+            value = args[spec.name]
+            if spec.type == "number":
+                try:
+                    args[spec.name] = float(value)
+                except (TypeError, ValueError):
+                    raise ToolInputError(f"{spec.name} must be a number, got '{value}'") from None
+            elif spec.type == "image_path" and not isinstance(value, Path):
+                raise ToolInputError(f"{spec.name} must be a resolved image path")
+        self.ensure_ready()
+        return self.forward(**args)
+
+    def forward(self, **args: Any) -> str | Image.Image:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def schema(self) -> dict[str, Any]:
+        ok, reason = self.availability()
+        return {"name": self.name, "class": type(self).__name__, "description": self.description,
+                "inputs": [{"name": i.name, "type": i.type} for i in self.inputs],
+                "output": self.output, "checkpoints": list(self.checkpoints),
+                "device": self.device, "available": ok, "reason": reason}

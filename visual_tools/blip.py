@@ -1,0 +1,59 @@
+"""BLIP captioning and visual question answering through transformers (GPT4Tools' checkpoints)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from PIL import Image
+from transformers import BlipForConditionalGeneration, BlipForQuestionAnswering, BlipProcessor
+
+from .base import Input, Tool
+from .checkpoints import hub_availability, locate
+
+
+class _Blip(Tool):
+    model_class: type
+
+    def availability(self) -> tuple[bool, str]:
+        return hub_availability(type(self), self.checkpoint)
+
+    def setup(self) -> None:
+        path = locate(self.checkpoint)
+        self.dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
+        self.processor = BlipProcessor.from_pretrained(path)
+        self.model = self.model_class.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
+
+    @torch.inference_mode()
+    def _generate(self, image_path: Path, text: str | None = None) -> str:
+        image = Image.open(image_path).convert("RGB")
+        batch = self.processor(images=image, text=text, return_tensors="pt").to(self.device, self.dtype)
+        out = self.model.generate(**batch, max_new_tokens=30)
+        return self.processor.decode(out[0], skip_special_tokens=True).strip()
+
+
+class ImageCaptioning(_Blip):
+    name = "Get Photo Description"
+    description = ("useful when you want to know what is inside the photo. receives image_path as input. "
+                   "The input to this tool should be a string, representing the image_path. ")
+    inputs = (Input("image_path", "image_path"),)
+    output = "text"
+    checkpoints = ("Salesforce/blip-image-captioning-base",)
+    model_class = BlipForConditionalGeneration
+
+    def forward(self, image_path: Path) -> str:
+        return self._generate(image_path)
+
+
+class VisualQuestionAnswering(_Blip):
+    name = "Answer Question About The Image"
+    description = ("useful when you need an answer for a question based on an image. "
+                   "like: what is the background color of the last image, how many cats in this figure, "
+                   "what is in this figure. The input to this tool should be a comma separated string of two, "
+                   "representing the image_path and the question")
+    inputs = (Input("image_path", "image_path"), Input("question", "text"))
+    output = "text"
+    checkpoints = ("Salesforce/blip-vqa-base",)
+    model_class = BlipForQuestionAnswering
+
+    def forward(self, image_path: Path, question: str) -> str:
+        return self._generate(image_path, question)

@@ -1,0 +1,77 @@
+"""Which tools exist, which load where (`--load "Class_device,..."`), and name look-up for the agent."""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import torch
+
+from .base import Tool, ToolInputError
+from .blip import ImageCaptioning, VisualQuestionAnswering
+from .canny import Image2Canny
+
+TOOL_CLASSES: dict[str, type[Tool]] = {
+    cls.__name__: cls for cls in (ImageCaptioning, VisualQuestionAnswering, Image2Canny)
+}
+
+
+def default_device() -> str:
+    return "cuda:0" if torch.cuda.is_available() else "cpu"
+
+
+def parse_load(spec: str | None) -> dict[str, str]:
+    """`"ImageCaptioning_cuda:0,Image2Canny_cpu"` -> {class name: device}; None/"" -> every tool."""
+    if not spec:
+        return {name: default_device() for name in TOOL_CLASSES}
+    load: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        name, sep, device = item.partition("_")
+        if not sep or not re.fullmatch(r"cpu|cuda(:\d+)?|mps", device):
+            raise ValueError(f"--load item '{item}' must look like ClassName_cpu or ClassName_cuda:0")
+        if name not in TOOL_CLASSES:
+            raise ValueError(f"unknown tool class '{name}'; known: {', '.join(TOOL_CLASSES)}")
+        load[name] = device
+    return load
+
+
+class UnknownToolError(ToolInputError):
+    pass
+
+
+def _normalise(name: str) -> str:
+    return " ".join(name.split()).casefold()
+
+
+class ToolRegistry:
+    """The loaded tools of one app; the prompt, the agent and the UIs all read names from here."""
+
+    def __init__(self, tools: Iterable[Tool]):
+        self.tools = {tool.name: tool for tool in tools}
+
+    @classmethod
+    def from_load(cls, spec: str | None = None, checkpoints: dict[str, str] | None = None) -> "ToolRegistry":
+        checkpoints = checkpoints or {}
+        return cls(TOOL_CLASSES[name](device, checkpoints.get(name)) for name, device in parse_load(spec).items())
+
+    def all(self) -> list[Tool]:
+        return list(self.tools.values())
+
+    def available(self) -> list[Tool]:
+        return [tool for tool in self.tools.values() if tool.availability()[0]]
+
+    def get(self, name: str) -> Tool:
+        """Exact name first, then case- and space-insensitive; unknown or unavailable names raise."""
+        tool = self.tools.get(name.strip())
+        if tool is None:
+            matches = [t for t in self.tools.values() if _normalise(t.name) == _normalise(name)]
+            tool = matches[0] if matches else None
+        offered = ", ".join(t.name for t in self.available())
+        if tool is None:
+            raise UnknownToolError(f"'{name.strip()}' is not a valid tool, try one of [{offered}].")
+        ok, reason = tool.availability()
+        if not ok:
+            raise UnknownToolError(f"'{tool.name}' is unavailable here ({reason}); try one of [{offered}].")
+        return tool
+
+    def by_class(self, class_name: str) -> Tool | None:
+        return next((t for t in self.tools.values() if type(t).__name__ == class_name), None)
