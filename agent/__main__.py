@@ -1,0 +1,60 @@
+"""`python -m agent chat [--image PATH] "message"` (one JSON event per line) and `python -m agent serve`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from visual_tools import ImageInputError, ToolRegistry
+
+from .controller import ControllerError, load_controller
+from .events import DraftEvent
+from .loop import Agent
+from .session import ChatSession
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agent")
+    sub = parser.add_subparsers(dest="command", required=True)
+    chat = sub.add_parser("chat", help="run one turn and print its events as JSON lines")
+    chat.add_argument("message")
+    chat.add_argument("--image", action="append", default=[], help="an image to upload first (repeatable)")
+    serve = sub.add_parser("serve", help="serve a local controller over an OpenAI-compatible API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--model-name", default=None, help="the id clients ask for (default: the controller's)")
+    for p in (chat, serve):
+        p.add_argument("--controller", default="embedded", help="embedded | hub id or folder | http(s) URL")
+        p.add_argument("--adapter", default=None, help="a peft LoRA adapter folder")
+    chat.add_argument("--load", default=None, help='tools and devices, e.g. "Image2Canny_cpu"')
+    chat.add_argument("--max-steps", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    try:
+        controller = load_controller(args.controller, adapter=args.adapter)
+    except ControllerError as exc:
+        print(json.dumps({"type": "ErrorEvent", "message": str(exc)}))
+        return 1
+    if args.command == "serve":
+        import uvicorn
+
+        from .server import create_app
+        uvicorn.run(create_app(controller, args.model_name or controller.name), host=args.host, port=args.port)
+        return 0
+
+    registry, session = ToolRegistry.from_load(args.load), ChatSession()
+    print(json.dumps({"type": "SessionEvent", "folder": str(session.store.root), "controller": controller.name}))
+    try:
+        for image in args.image:
+            print(json.dumps({"type": "ImageEvent", "name": session.add_image(image, registry)}), flush=True)
+    except ImageInputError as exc:
+        print(json.dumps({"type": "ErrorEvent", "message": str(exc)}))
+        return 1
+    for event in session.send(Agent(controller, registry, max_steps=args.max_steps), args.message):
+        if not isinstance(event, DraftEvent):
+            print(json.dumps(event.to_dict()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

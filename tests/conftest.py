@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tiny_models import build_tiny_blip, build_tiny_llama  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def toolsmith_home(tmp_path_factory) -> Path:
+    """Every test writes under one temporary data folder (models converted once per run)."""
+    home = tmp_path_factory.mktemp("toolsmith-home")
+    os.environ["TOOLSMITH_HOME"] = str(home)
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory) -> Path:
+    return build_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
+
+
+@pytest.fixture(scope="session")
+def tiny_blip(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tiny-blip")
+    return {"caption": build_tiny_blip(root / "caption", "caption"), "vqa": build_tiny_blip(root / "vqa", "vqa")}
+
+
+@pytest.fixture
+def box_image(tmp_path) -> Path:
+    """A white rectangle on black: its edges are known."""
+    pixels = np.zeros((300, 400, 3), np.uint8)
+    pixels[60:240, 100:300] = 255
+    path = tmp_path / "box.png"
+    Image.fromarray(pixels).save(path)
+    return path
+
+
+@pytest.fixture
+def store():
+    from visual_tools import ImageStore
+    s = ImageStore.new_session()
+    yield s
+    s.delete()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

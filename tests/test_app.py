@@ -1,0 +1,109 @@
+"""The Chat tab driven through gradio_client against the launched app."""
+import re
+import threading
+
+import pytest
+from gradio_client import Client, handle_file
+
+from app import build_app
+from agent.pool import ControllerPool
+from conftest import free_port
+from scripted import ScriptedController, last_image
+from visual_tools import ToolRegistry
+
+
+def policy(prompt: str) -> str:
+    """Call Edge Detection on the newest image, then answer with the result (like a tuned model)."""
+    if "\nObservation: " in prompt.rpartition("New input:")[2]:
+        return f"Thought: Do I need to use a tool? No\nAI: The edges are in {last_image(prompt)}"
+    return f"Thought: Do I need to use a tool? Yes\nAction: Edge Detection On Image\nAction Input: {last_image(prompt)}"
+
+
+@pytest.fixture(scope="module")
+def app_url():
+    pool = ControllerPool(default=("scripted", None))
+    pool.add(pool.default, ScriptedController([policy]))
+    demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        allowed_paths=["/"])
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
+def texts(messages):
+    return "\n".join(block.get("text", "") for m in messages for block in m["content"])
+
+
+def files(messages):
+    return [block for m in messages for block in m["content"] if block.get("type") == "file"]
+
+
+def chat(client, text, image=None):
+    message = {"text": text, "files": [handle_file(str(image))] if image else []}
+    client.predict(message, api_name="/add_message")
+    return client.predict(api_name="/respond")
+
+
+def test_chat_turn_calls_canny_and_shows_steps_and_image(app_url, box_image):
+    client = Client(app_url, verbose=False)
+    messages = chat(client, "detect the edges of this image", box_image)
+    tool_msgs = [m for m in messages if (m.get("metadata") or {}).get("title", "").endswith("Edge Detection On Image")]
+    assert len(tool_msgs) == 1 and tool_msgs[0]["metadata"]["status"] == "done"
+    assert tool_msgs[0]["metadata"]["duration"] >= 0
+    assert re.search(r"Observation:\*\* image/[0-9a-f]{8}_edge_", texts(tool_msgs))
+    shown = [f["alt_text"] for f in files(messages)]
+    assert len(shown) == 2 and "_edge_" in shown[1]  # the upload, then the edge map inline
+    assert messages[-1]["content"][0]["text"] == f"The edges are in {shown[1]}"
+
+
+def test_sessions_are_isolated_under_concurrency(app_url, box_image):
+    results = {}
+
+    def user(i):
+        results[i] = chat(Client(app_url, verbose=False), f"edges please {i}", box_image)
+
+    threads = [threading.Thread(target=user, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    uploads = {i: files(m)[0]["alt_text"] for i, m in results.items()}
+    assert len(set(uploads.values())) == 3
+    for i, messages in results.items():
+        others = [u for j, u in uploads.items() if j != i]
+        assert f"edges please {i}" in texts(messages)
+        assert not any(o in texts(messages) for o in others)
+        assert len(files(messages)) == 2 and files(messages)[1]["alt_text"].endswith(f"_{uploads[i][6:14]}.png")
+
+
+def test_empty_and_image_only_and_bad_uploads(app_url, box_image, tmp_path):
+    client = Client(app_url, verbose=False)
+    messages, _ = client.predict({"text": "   ", "files": []}, api_name="/add_message")
+    assert messages == []
+    messages, _ = client.predict({"text": "", "files": [handle_file(str(box_image))]}, api_name="/add_message")
+    assert len(files(messages)) == 1 and "Received" in texts(messages)
+    assert client.predict(api_name="/respond") == messages  # nothing to answer: no agent turn
+    bad = tmp_path / "corrupt.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\ngarbage")
+    messages, _ = client.predict({"text": "", "files": [handle_file(str(bad))]}, api_name="/add_message")
+    assert "Upload refused: not a readable image" in texts(messages)
+    assert "The edges are in" in texts(chat(client, "and the edges?"))  # still serving this session
+
+
+def test_undo_and_clear(app_url, box_image):
+    client = Client(app_url, verbose=False)
+    before = chat(client, "edges", box_image)
+    after = chat(client, "again")
+    assert len(after) > len(before)
+    assert client.predict(api_name="/undo") == before
+    assert client.predict(api_name="/clear") == []
+
+
+def test_unreachable_controller_url_is_reported_and_app_keeps_serving(app_url, box_image):
+    client = Client(app_url, verbose=False)
+    url = f"http://127.0.0.1:{free_port()}/v1#m"
+    assert "Using" in client.predict("openai", url, "", api_name="/load_controller")
+    messages = chat(client, "hello", box_image)
+    assert "Controller error: cannot reach the controller" in texts(messages)
+    assert "The edges are in" in texts(chat(Client(app_url, verbose=False), "edges", box_image))

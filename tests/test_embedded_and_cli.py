@@ -1,0 +1,42 @@
+import json
+import subprocess
+import sys
+
+from agent.controller import load_controller
+from agent.embedded import MODEL_NAME, embedded_checkpoint
+from agent.prompts import STOP
+from visual_tools import data_home
+
+
+def test_embedded_default_converts_once_and_generates():
+    controller = load_controller("embedded")
+    folder = data_home() / "models" / MODEL_NAME
+    assert (folder / "model.safetensors").is_file() and embedded_checkpoint() == str(folder)
+    assert controller.name.startswith("embedded: SmolLM2-135M-Instruct") and controller.chat_format == "chat"
+    assert sum(p.numel() for p in controller.model.parameters()) > 130e6
+    answer = controller.generate("What is the capital of France? Answer in one word.", stop=STOP,
+                                 max_new_tokens=8)[0]
+    assert "paris" in answer.lower()
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "agent", "chat", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_chat_cli_prints_json_events(tiny_llama, box_image):
+    done = cli("--controller", str(tiny_llama), "--image", str(box_image), "--max-steps", "2", "detect the edges")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [e["type"] for e in events[:2]] == ["SessionEvent", "ImageEvent"]
+    assert events[-1]["type"] in ("AnswerEvent", "ErrorEvent")
+    assert all("type" in e for e in events) and len(events) >= 3
+
+
+def test_chat_cli_reports_bad_input(tiny_llama, tmp_path):
+    done = cli("--controller", str(tmp_path / "none"), "hi")
+    assert done.returncode == 1 and "cannot load controller" in json.loads(done.stdout)["message"]
+    bad = tmp_path / "x.png"
+    bad.write_text("no image")
+    done = cli("--controller", str(tiny_llama), "--image", str(bad), "hi")
+    assert done.returncode == 1 and "not a readable image" in done.stdout.splitlines()[-1]

@@ -1,0 +1,87 @@
+import re
+
+import pytest
+
+from agent.controller import ControllerError
+from agent.events import (AnswerEvent, ErrorEvent, ObservationEvent, ThoughtEvent, ToolCallEvent)
+from agent.loop import Agent
+from agent.session import ChatSession
+from scripted import ScriptedController, canny_then_answer, last_image
+from visual_tools import Input, Tool, ToolRegistry
+from visual_tools.canny import Image2Canny
+
+CALL = "Thought: Do I need to use a tool? Yes\nAction: {tool}\nAction Input: {arg}"
+ANSWER = "Thought: Do I need to use a tool? No\nAI: done"
+
+
+def run(replies, box_image, tools=None, max_steps=5):
+    registry = ToolRegistry(tools or [Image2Canny()])
+    controller = ScriptedController(replies)
+    session = ChatSession()
+    name = session.add_image(box_image, registry)
+    events = [e for e in session.send(Agent(controller, registry, max_steps=max_steps), "detect the edges")
+              if not type(e).__name__ == "DraftEvent"]
+    return events, controller, session, name
+
+
+def test_canny_episode(box_image):
+    events, controller, session, name = run(canny_then_answer(), box_image)
+    kinds = [type(e) for e in events]
+    assert kinds == [ThoughtEvent, ToolCallEvent, ObservationEvent, ThoughtEvent, AnswerEvent]
+    obs = events[2]
+    assert not obs.error and obs.tool == "Edge Detection On Image"
+    assert re.fullmatch(rf"image/[0-9a-f]{{8}}_edge_{name[6:14]}_{name[6:14]}\.png", obs.image)
+    assert session.store.resolve(obs.image).is_file()
+    assert events[-1].images == [obs.image]
+    # the second prompt holds the first step and its observation; the history records the turn
+    assert f"Action Input: {name}\nObservation: {obs.image}\n" in controller.prompts[1]
+    assert session.history[-1].human == "detect the edges" and obs.image in session.history[-1].ai
+
+
+@pytest.mark.parametrize("reply, message", [
+    (CALL.format(tool="Edge Detector", arg="x"), "'Edge Detector' is not a valid tool"),
+    (CALL.format(tool="Edge Detection On Image", arg="../../etc/passwd"), "outside this session"),
+    (CALL.format(tool="Edge Detection On Image", arg="/etc/passwd"), "outside this session"),
+    (CALL.format(tool="Edge Detection On Image", arg="image/00000000.png"), "no image named"),
+    ("I would like to see the edges.", "Could not parse your last output"),
+])
+def test_errors_become_observations_and_the_agent_recovers(box_image, reply, message):
+    events, controller, _, _ = run([reply, ANSWER], box_image)
+    errors = [e for e in events if isinstance(e, ObservationEvent)]
+    assert len(errors) == 1 and errors[0].error and message in errors[0].text
+    assert f"Observation: {errors[0].text}" in controller.prompts[1]
+    assert isinstance(events[-1], AnswerEvent) and events[-1].text == "done"
+
+
+class Exploding(Tool):
+    name, description, output = "Explode", "always fails", "text"
+    inputs = (Input("image_path", "image_path"),)
+
+    def forward(self, image_path):
+        raise RuntimeError("CUDA out of memory")
+
+
+def test_a_tool_that_raises_is_an_observation(box_image):
+    events, _, _, _ = run([lambda p: CALL.format(tool="Explode", arg=last_image(p)), ANSWER], box_image,
+                          tools=[Exploding()])
+    obs = next(e for e in events if isinstance(e, ObservationEvent))
+    assert obs.error and "Explode failed: RuntimeError: CUDA out of memory" in obs.text
+    assert isinstance(events[-1], AnswerEvent)
+
+
+def test_max_steps_stops_the_turn(box_image):
+    events, controller, session, _ = run(["gibberish"], box_image, max_steps=3)
+    assert len(controller.prompts) == 3 and isinstance(events[-1], ErrorEvent)
+    assert "iteration limit" in events[-1].message and "iteration limit" in session.history[-1].ai
+
+
+class Unreachable(ScriptedController):
+    def stream(self, prompt, **kwargs):
+        raise ControllerError("cannot reach the controller at http://127.0.0.1:9")
+        yield
+
+
+def test_controller_failure_is_an_error_event(box_image):
+    session, registry = ChatSession(), ToolRegistry([Image2Canny()])
+    events = list(session.send(Agent(Unreachable([]), registry), "hi"))
+    assert [type(e) for e in events] == [ErrorEvent] and "cannot reach" in events[0].message
