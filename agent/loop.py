@@ -28,7 +28,7 @@ class Agent:
         self.history_turns = history_turns
 
     def prompt(self, user_input: str, history: list[Turn], steps: list[ScratchStep]) -> str:
-        return render_prompt(self.registry.available(), history[-self.history_turns:], user_input, steps)
+        return render_prompt(self.registry.available(), recent(history, self.history_turns), user_input, steps)
 
     def run(self, user_input: str, history: list[Turn], store: ImageStore) -> Iterator[Event]:
         steps: list[ScratchStep] = []
@@ -69,6 +69,16 @@ class Agent:
             yield ObservationEvent(step, name, observation, image, time.monotonic() - started, error)
             steps.append(ScratchStep(render_step(parsed.thought, name, parsed.tool_input), observation))
         yield ErrorEvent(f"{STOPPED} ({self.max_steps} steps without a final answer)")
+
+
+def recent(history: list[Turn], limit: int) -> list[Turn]:
+    """At most `limit` recent turns, dropped half a window at a time: a window that slid by one
+    turn every turn would change the prompt's start, and the controller's prefix cache with it."""
+    if len(history) <= limit:
+        return history
+    step = max(1, limit // 2)
+    start = ((len(history) - limit) // step + 1) * step
+    return history[start:]
 
 
 def _exists(store: ImageStore, name: str) -> bool:

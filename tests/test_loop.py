@@ -85,3 +85,13 @@ def test_controller_failure_is_an_error_event(box_image):
     session, registry = ChatSession(), ToolRegistry([Image2Canny()])
     events = list(session.send(Agent(Unreachable([]), registry), "hi"))
     assert [type(e) for e in events] == [ErrorEvent] and "cannot reach" in events[0].message
+
+
+def test_history_window_moves_in_half_windows():
+    from agent.loop import recent
+    from agent.prompts import Turn
+    history = [Turn(str(i), "") for i in range(20)]
+    starts = [int(recent(history[:n], 6)[0].human) for n in range(7, 20)]
+    assert all(1 <= n - s <= 6 for n, s in zip(range(7, 20), starts))  # never more than 6 turns
+    assert len(set(starts)) < len(starts) / 2  # the start stays put for several turns
+    assert recent(history[:4], 6) == history[:4]
