@@ -9,7 +9,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr  # noqa: E402
 
 from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
-from agent.controller import Controller  # noqa: E402
+from agent.controller import ControllerError  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
 from visual_tools import ToolRegistry, data_home  # noqa: E402
 
@@ -41,15 +41,18 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
     return demo
 
 
-def main(argv: list[str] | None = None, controller: Controller | None = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    registry = ToolRegistry.from_load(args.load)
+    try:
+        registry = ToolRegistry.from_load(args.load)
+    except ValueError as exc:
+        raise SystemExit(f"error: --load: {exc}") from None
     pool = ControllerPool(default=(args.controller, args.adapter))
-    if controller is not None:
-        pool.add(pool.default, controller)
-    else:
-        print(f"Loading controller {args.controller}...", flush=True)
+    print(f"Loading controller {args.controller}...", flush=True)
+    try:
         print(f"Controller ready: {pool.get().name}", flush=True)
+    except ControllerError as exc:
+        raise SystemExit(f"error: {exc}") from None
     demo = build_app(registry, pool, args.max_steps)
     demo.queue(default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share,

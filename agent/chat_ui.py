@@ -17,9 +17,15 @@ from .pool import ControllerPool
 from .prompts import Turn
 from .session import ChatSession
 
-BACKENDS = {"embedded": "Embedded (SmolLM2-135M, offline)",
-            "transformers": "transformers: hub id or local folder",
-            "openai": "OpenAI-compatible URL (…/v1, optional #model)"}
+BACKENDS = [("Embedded (SmolLM2-135M, offline)", "embedded"),
+            ("transformers: hub id or local folder", "transformers"),
+            ("OpenAI-compatible URL (…/v1, optional #model)", "openai")]
+UNTUNED = ("⚠️ This controller is untuned: it does not follow the tool format reliably until a LoRA "
+           "adapter is trained for it (see the README).")
+
+
+def describe(name: str) -> str:
+    return f"✅ Using **{name}**" + (f"\n\n{UNTUNED}" if "untuned" in name else "")
 
 
 @dataclass
@@ -99,12 +105,11 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                 undo = gr.Button("↩️ Undo last turn", size="sm")
                 clear = gr.Button("🗑️ Clear", size="sm")
         with gr.Column(scale=1):
-            backend = gr.Radio(list(BACKENDS), value="embedded", label="Controller",
-                               info=" · ".join(f"{k}: {v}" for k, v in BACKENDS.items()))
+            backend = gr.Radio(BACKENDS, value="embedded", label="Controller")
             location = gr.Textbox(label="Model id, folder or URL", placeholder="lmsys/vicuna-13b-v1.5")
             adapter = gr.Textbox(label="LoRA adapter folder (optional)")
             load = gr.Button("Load controller")
-            status = gr.Markdown(f"Default controller: `{services.controllers.default[0]}`")
+            status = gr.Markdown(describe(services.controllers.get().name))
             tools = gr.Markdown("**Tools offered:** " + ", ".join(t.name for t in services.registry.available()))
 
     def add_message(value: dict | None, st: ChatState | None):
@@ -173,7 +178,7 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         except ControllerError as exc:
             return f"⚠️ {exc}", st
         st.controller = key
-        return f"✅ Using **{controller.name}**", st
+        return describe(controller.name), st
 
     box.submit(add_message, [box, state], [chatbot, box, state], api_name="add_message", queue=False).then(
         respond, state, [chatbot, state], api_name="respond", concurrency_id="controller").then(
