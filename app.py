@@ -25,8 +25,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help='tools and devices, e.g. "ImageCaptioning_cuda:0,Image2Canny_cpu" '
                              "(default: every tool, on cuda:0 if present else cpu)")
     parser.add_argument("--max-steps", type=int, default=5, help="tool steps per turn (default 5)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0 for a LAN)")
-    parser.add_argument("--port", type=int, default=7860)
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+                        help="address to listen on (0.0.0.0 for a LAN; Spaces set GRADIO_SERVER_NAME)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
     parser.add_argument("--share", action="store_true", help="open a public gradio.live link")
     return parser.parse_args(argv)
 
