@@ -38,6 +38,7 @@ class Tool:
     inputs: ClassVar[tuple[Input, ...]]
     output: ClassVar[Literal["image_path", "text"]]
     op: ClassVar[str] = "update"
+    backend: ClassVar[str] = ""  # what computes it, shown in the Tools tab and `list`
     checkpoints: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -122,5 +123,5 @@ class Tool:
         ok, reason = self.availability()
         return {"name": self.name, "class": type(self).__name__, "description": self.description,
                 "inputs": [{"name": i.name, "type": i.type} for i in self.inputs],
-                "output": self.output, "checkpoints": list(self.checkpoints),
+                "output": self.output, "backend": self.backend, "checkpoints": list(self.checkpoints),
                 "device": self.device, "available": ok, "reason": reason}

@@ -13,6 +13,7 @@ from .checkpoints import hub_availability, locate
 
 class _Blip(Tool):
     model_class: type
+    backend = "BLIP through transformers"
 
     def availability(self) -> tuple[bool, str]:
         return hub_availability(type(self), self.checkpoint)

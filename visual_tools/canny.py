@@ -19,6 +19,7 @@ class Image2Canny(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "edge"
+    backend = "OpenCV Canny (thresholds 100, 200, as GPT4Tools)"
     low_threshold, high_threshold = 100, 200
 
     def forward(self, image_path: Path) -> Image.Image:
