@@ -63,3 +63,29 @@ def test_parse_box(text, box):
 def test_bad_boxes_are_refused(text):
     with pytest.raises(ToolInputError):
         parse_box(text, 512, 384)
+
+
+def test_ocr_reads_rendered_text(store, tmp_path):
+    from PIL import ImageDraw, ImageFont
+
+    from visual_tools.ocr import TextDetection
+    image = Image.new("RGB", (512, 256), "white")
+    draw = ImageDraw.Draw(image)
+    draw.text((20, 40), "Toolsmith", fill="black", font=ImageFont.load_default(size=40))
+    draw.text((20, 140), "PRICE 42 EUR", fill="black", font=ImageFont.load_default(size=40))
+    image.save(tmp_path / "text.png")
+    found = invoke(TextDetection(), store.save_upload(tmp_path / "text.png"), store).text
+    assert found.startswith("Found 2 text line(s)") and '"Toolsmith" at [' in found
+    assert "PRICE" in found and "42" in found and "EUR" in found
+    blank = store.save_upload(Image.new("RGB", (128, 128), "white"))
+    assert invoke(TextDetection(), blank, store).text == "No text found in the image."
+
+
+def test_faces_found_in_portraits_not_in_cats(store):
+    from visual_tools.faces import FaceDetection, detect_faces
+    portrait = Image.open(ASSETS / "grace_hopper.jpg").convert("RGB")  # 512x600
+    (x1, y1, x2, y2), = detect_faces(np.array(portrait))
+    assert x1 < 256 < x2 and y1 < 200 < y2 and (x2 - x1) > 100  # her face, upper middle
+    assert detect_faces(np.array(Image.open(ASSETS / "chelsea.png").convert("RGB"))) == []
+    result = invoke(FaceDetection(), store.save_upload(ASSETS / "grace_hopper.jpg"), store)
+    assert "_face_" in result.image

@@ -10,12 +10,14 @@ from .base import Tool, ToolInputError
 from .blip import ImageCaptioning, VisualQuestionAnswering
 from .canny import Image2Canny
 from .crop import CropImage
+from .faces import FaceDetection
 from .lines import Image2Line
+from .ocr import TextDetection
 from .scribble import Image2Scribble
 
 TOOL_CLASSES: dict[str, type[Tool]] = {
     cls.__name__: cls for cls in (ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line,
-                                  Image2Scribble, CropImage)
+                                  Image2Scribble, CropImage, TextDetection, FaceDetection)
 }
 
 

@@ -1,0 +1,39 @@
+"""Text Detection On Image: OCR with the PP-OCRv4 models that ship inside rapidocr-onnxruntime 1.4.x."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from .base import Input, Tool
+
+
+class TextDetection(Tool):
+    name = "Text Detection On Image"
+    description = ("useful when you want to detect the text in the image. "
+                   "The input to this tool should be a string, representing the image_path")
+    inputs = (Input("image_path", "image_path"),)
+    output = "text"
+    backend = "RapidOCR (PP-OCRv4 detection + recognition, ONNX Runtime)"
+
+    def availability(self) -> tuple[bool, str]:
+        if importlib.util.find_spec("rapidocr_onnxruntime") is None:
+            return False, ("needs rapidocr-onnxruntime 1.4.x, whose wheel carries its models: "
+                           "pip install --no-deps rapidocr-onnxruntime==1.4.4 (`make install` does it)")
+        return True, ""
+
+    def setup(self) -> None:
+        from rapidocr_onnxruntime import RapidOCR
+        self.engine = RapidOCR()
+
+    def forward(self, image_path: Path) -> str:
+        found, _ = self.engine(np.array(Image.open(image_path).convert("RGB"))[:, :, ::-1])  # BGR, as cv2
+        if not found:
+            return "No text found in the image."
+        lines = []
+        for corners, text, _score in found:
+            xs, ys = [p[0] for p in corners], [p[1] for p in corners]
+            lines.append(f'"{text}" at [{round(min(xs))}, {round(min(ys))}, {round(max(xs))}, {round(max(ys))}]')
+        return f"Found {len(lines)} text line(s): " + "; ".join(lines)
