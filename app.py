@@ -12,6 +12,7 @@ from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
 from visual_tools import ToolRegistry, data_home  # noqa: E402
+from visual_tools.ui import build_tools_tab  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -39,6 +40,8 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
                     "*Thought / Action / Observation* format and calls visual tools.")
         with gr.Tab("Chat"):
             build_chat_tab(ChatServices(registry, controllers, max_steps))
+        with gr.Tab("Tools"):
+            build_tools_tab(registry)
     return demo
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -20,6 +21,10 @@ from .session import ChatSession
 BACKENDS = [("Embedded (SmolLM2-135M, offline)", "embedded"),
             ("transformers: hub id or local folder", "transformers"),
             ("OpenAI-compatible URL (…/v1, optional #model)", "openai")]
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+EXAMPLES = [("Detect the edges of this image.", "chelsea.png"),
+            ("Find the faces in this photo.", "grace_hopper.jpg"),
+            ("Detect the straight lines of this image.", "astronaut.png")]
 UNTUNED = ("⚠️ This controller is untuned: it does not follow the tool format reliably until a LoRA "
            "adapter is trained for it (see the README).")
 
@@ -101,6 +106,7 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                                  placeholder="Upload a photo and ask about it, e.g. *detect the edges of this image*.")
             box = gr.MultimodalTextbox(file_types=["image"], sources=["upload"], show_label=False,
                                        placeholder="Type a message, or attach an image…")
+            gr.Examples([{"text": text, "files": [str(ASSETS / name)]} for text, name in EXAMPLES], inputs=box)
             with gr.Row():
                 undo = gr.Button("↩️ Undo last turn", size="sm")
                 clear = gr.Button("🗑️ Clear", size="sm")

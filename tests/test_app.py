@@ -107,3 +107,15 @@ def test_unreachable_controller_url_is_reported_and_app_keeps_serving(app_url, b
     messages = chat(client, "hello", box_image)
     assert "Controller error: cannot reach the controller" in texts(messages)
     assert "The edges are in" in texts(chat(Client(app_url, verbose=False), "edges", box_image))
+
+
+def test_tools_tab_lists_and_runs_a_tool(app_url, box_image):
+    client = Client(app_url, verbose=False)
+    table = client.predict(api_name="/tool_table")
+    assert [row[0] for row in table["data"]] == ["Edge Detection On Image"]
+    image, observation, _ = client.predict("Edge Detection On Image", handle_file(str(box_image)), "",
+                                           api_name="/run_tool")
+    assert "_edge_" in observation and image.endswith(".png")
+    with pytest.raises(Exception, match="needs an image"):
+        client.predict("Edge Detection On Image", None, "", api_name="/run_tool")
+    assert "loaded" in client.predict(api_name="/tool_table")["data"][0][-1]

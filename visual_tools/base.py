@@ -124,4 +124,4 @@ class Tool:
         return {"name": self.name, "class": type(self).__name__, "description": self.description,
                 "inputs": [{"name": i.name, "type": i.type} for i in self.inputs],
                 "output": self.output, "backend": self.backend, "checkpoints": list(self.checkpoints),
-                "device": self.device, "available": ok, "reason": reason}
+                "device": self.device, "loaded": self._ready, "available": ok, "reason": reason}
