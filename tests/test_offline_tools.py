@@ -89,3 +89,25 @@ def test_faces_found_in_portraits_not_in_cats(store):
     assert detect_faces(np.array(Image.open(ASSETS / "chelsea.png").convert("RGB"))) == []
     result = invoke(FaceDetection(), store.save_upload(ASSETS / "grace_hopper.jpg"), store)
     assert "_face_" in result.image
+
+
+def test_pose_skeleton_on_a_person_and_none_on_a_cat(store):
+    from visual_tools.pose import Image2Pose
+    result = invoke(Image2Pose(), store.save_upload(ASSETS / "astronaut.png"), store)
+    skeleton = np.array(Image.open(store.resolve(result.image)).convert("RGB"))
+    assert "_human-pose_" in result.image and skeleton.shape == (512, 512, 3)
+    rows, cols = np.nonzero(skeleton.max(axis=2))
+    assert 0.005 < len(rows) / (512 * 512) < 0.2  # a skeleton: lines, not a filled picture
+    assert 150 < np.median(cols) < 360 and rows.min() < 256  # centred on her, reaching the upper half
+    with pytest.raises(ToolInputError, match="no human pose found"):
+        invoke(Image2Pose(), store.save_upload(ASSETS / "chelsea.png"), store)
+
+
+def test_super_resolution_doubles_and_keeps_content(store, box_image):
+    from visual_tools.superres import SuperResolution
+    name = store.save_upload(box_image)
+    result = invoke(SuperResolution(), name, store)
+    big = np.array(Image.open(store.resolve(result.image)).convert("L")).astype(float)
+    small = np.array(Image.open(store.resolve(name)).convert("L")).astype(float)
+    assert big.shape == (768, 1024) and "_upscale_" in result.image
+    assert np.abs(big[::2, ::2] - small).mean() < 8  # the same picture, twice the pixels

@@ -13,11 +13,14 @@ from .crop import CropImage
 from .faces import FaceDetection
 from .lines import Image2Line
 from .ocr import TextDetection
+from .pose import Image2Pose
 from .scribble import Image2Scribble
+from .superres import SuperResolution
 
 TOOL_CLASSES: dict[str, type[Tool]] = {
     cls.__name__: cls for cls in (ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line,
-                                  Image2Scribble, CropImage, TextDetection, FaceDetection)
+                                  Image2Scribble, Image2Pose, CropImage, TextDetection, FaceDetection,
+                                  SuperResolution)
 }
 
 
