@@ -58,3 +58,53 @@ def build_tiny_blip(folder: Path, task: str) -> Path:
     model_class(config).save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder
+
+
+def _tiny_clip_tokenizer(folder: Path):
+    """A character-level CLIP BPE (no merges) written by hand: the diffusers dummies fetch theirs."""
+    import json
+
+    from transformers import CLIPTokenizer
+    letters = [chr(c) for c in range(33, 127)]
+    vocab = {tok: i for i, tok in enumerate(["<|startoftext|>", "<|endoftext|>", "!"]
+                                             + [c for c in letters if c != "!"] + [c + "</w>" for c in letters])}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    return CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=77,
+                         pad_token="!")
+
+
+def build_tiny_sd(folder: Path, kind: str = "text2image") -> Path:
+    """A tiny Stable Diffusion pipeline (diffusers' own dummy sizes) saved with save_pretrained."""
+    from diffusers import (AutoencoderKL, DDIMScheduler, StableDiffusionInstructPix2PixPipeline,
+                           StableDiffusionPipeline, UNet2DConditionModel)
+    from transformers import CLIPTextConfig, CLIPTextModel
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel(block_out_channels=(4, 8), layers_per_block=1, sample_size=32, norm_num_groups=2,
+                                in_channels=8 if kind == "pix2pix" else 4, out_channels=4, cross_attention_dim=32,
+                                down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+                                up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"))
+    vae = AutoencoderKL(block_out_channels=[4, 8], in_channels=3, out_channels=3, latent_channels=4,
+                        norm_num_groups=2, down_block_types=["DownEncoderBlock2D"] * 2,
+                        up_block_types=["UpDecoderBlock2D"] * 2)
+    tokenizer = _tiny_clip_tokenizer(folder / "clip-vocab")
+    text_encoder = CLIPTextModel(CLIPTextConfig(bos_token_id=0, eos_token_id=1, pad_token_id=2, hidden_size=32,
+                                                intermediate_size=37, num_attention_heads=4, num_hidden_layers=2,
+                                                vocab_size=len(tokenizer)))
+    scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+                              clip_sample=False, set_alpha_to_one=False, steps_offset=1)
+    cls = StableDiffusionInstructPix2PixPipeline if kind == "pix2pix" else StableDiffusionPipeline
+    pipe = cls(unet=unet, vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, scheduler=scheduler,
+               safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    pipe.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_controlnet(folder: Path) -> Path:
+    from diffusers import ControlNetModel
+    torch.manual_seed(0)
+    ControlNetModel(block_out_channels=(4, 8), layers_per_block=1, in_channels=4, norm_num_groups=2,
+                    down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), cross_attention_dim=32,
+                    conditioning_embedding_out_channels=(16, 32)).save_pretrained(folder)
+    return folder

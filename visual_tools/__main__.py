@@ -26,11 +26,12 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for row in rows:
                 status = "available" if row["available"] else f"unavailable: {row['reason']}"
-                print(f"{row['class']:<26} {row['name']:<34} {status}")
+                print(f"{row['class']:<24} {row['name']:<52} {status}")
         return 0
     for name in args.classes:
-        for checkpoint in TOOL_CLASSES[name].checkpoints:
-            print(f"{name}: {checkpoint} -> {fetch(checkpoint)}", file=sys.stderr)
+        for part in (name, *TOOL_CLASSES[name].requires):  # a ControlNet tool needs its SD base too
+            for checkpoint in TOOL_CLASSES[part].checkpoints:
+                print(f"{part}: {checkpoint} -> {fetch(checkpoint)}", file=sys.stderr)
     return 0
 
 

@@ -40,11 +40,12 @@ class Tool:
     op: ClassVar[str] = "update"
     backend: ClassVar[str] = ""  # what computes it, shown in the Tools tab and `list`
     checkpoints: ClassVar[tuple[str, ...]] = ()
+    requires: ClassVar[tuple[str, ...]] = ()  # class names of tools whose loaded models this one reuses
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if inspect.isabstract(cls) or "forward" not in cls.__dict__:
-            return  # an intermediate base class
+        if "name" not in cls.__dict__:
+            return  # an intermediate base class: a concrete tool declares its own name
         for attr in ("name", "description", "inputs", "output"):
             if not hasattr(cls, attr):
                 raise TypeError(f"{cls.__name__} must define `{attr}`")
@@ -61,6 +62,7 @@ class Tool:
         self.device = device
         self.checkpoint = (checkpoint or os.environ.get(self.checkpoint_env())
                            or (self.checkpoints[0] if self.checkpoints else None))
+        self.parts: dict[str, Tool] = {}  # the `requires` tools, linked by the registry
         self._ready = False
         self._lock = threading.Lock()
 

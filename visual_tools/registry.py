@@ -10,6 +10,8 @@ from .base import Tool, ToolInputError
 from .blip import ImageCaptioning, VisualQuestionAnswering
 from .canny import Image2Canny
 from .crop import CropImage
+from .diffusion import (CannyText2Image, DepthText2Image, HedText2Image, InstructPix2Pix, LineText2Image,
+                        NormalText2Image, PoseText2Image, ScribbleText2Image, SegText2Image, Text2Image)
 from .faces import FaceDetection
 from .lines import Image2Line
 from .ocr import TextDetection
@@ -18,9 +20,11 @@ from .scribble import Image2Scribble
 from .superres import SuperResolution
 
 TOOL_CLASSES: dict[str, type[Tool]] = {
-    cls.__name__: cls for cls in (ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line,
-                                  Image2Scribble, Image2Pose, CropImage, TextDetection, FaceDetection,
-                                  SuperResolution)
+    cls.__name__: cls for cls in (
+        ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line, Image2Scribble, Image2Pose, CropImage,
+        TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
+        LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
+        NormalText2Image)
 }
 
 
@@ -29,7 +33,10 @@ def default_device() -> str:
 
 
 def parse_load(spec: str | None) -> dict[str, str]:
-    """`"ImageCaptioning_cuda:0,Image2Canny_cpu"` -> {class name: device}; None/"" -> every tool."""
+    """`"ImageCaptioning_cuda:0,Image2Canny_cpu"` -> {class name: device}; None/"" -> every tool.
+
+    A tool that reuses another's models (`requires`) brings it along on the same device.
+    """
     if not spec:
         return {name: default_device() for name in TOOL_CLASSES}
     load: dict[str, str] = {}
@@ -40,6 +47,9 @@ def parse_load(spec: str | None) -> dict[str, str]:
         if name not in TOOL_CLASSES:
             raise ValueError(f"unknown tool class '{name}'; known: {', '.join(TOOL_CLASSES)}")
         load[name] = device
+    for name, device in list(load.items()):
+        for required in TOOL_CLASSES[name].requires:
+            load.setdefault(required, device)
     return load
 
 
@@ -56,6 +66,8 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool]):
         self.tools = {tool.name: tool for tool in tools}
+        for tool in self.tools.values():
+            tool.parts = {name: part for name in tool.requires if (part := self.by_class(name)) is not None}
 
     @classmethod
     def from_load(cls, spec: str | None = None, checkpoints: dict[str, str] | None = None) -> "ToolRegistry":
