@@ -108,3 +108,15 @@ def build_tiny_controlnet(folder: Path) -> Path:
                     down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"), cross_attention_dim=32,
                     conditioning_embedding_out_channels=(16, 32)).save_pretrained(folder)
     return folder
+
+
+def build_tiny_dpt(folder: Path) -> Path:
+    """A tiny DPT depth estimator (transformers' DPTModelTester sizes) with its image processor."""
+    from transformers import DPTConfig, DPTForDepthEstimation, DPTImageProcessor
+    torch.manual_seed(0)
+    config = DPTConfig(image_size=32, patch_size=16, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                       intermediate_size=37, backbone_out_indices=[0, 1, 2, 3], neck_hidden_sizes=[16, 32, 64, 128],
+                       fusion_hidden_size=32, head_in_index=-1)
+    DPTForDepthEstimation(config).save_pretrained(folder)
+    DPTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder

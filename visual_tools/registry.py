@@ -10,6 +10,7 @@ from .base import Tool, ToolInputError
 from .blip import ImageCaptioning, VisualQuestionAnswering
 from .canny import Image2Canny
 from .crop import CropImage
+from .depth import Image2Depth, Image2Normal
 from .diffusion import (CannyText2Image, DepthText2Image, HedText2Image, InstructPix2Pix, LineText2Image,
                         NormalText2Image, PoseText2Image, ScribbleText2Image, SegText2Image, Text2Image)
 from .faces import FaceDetection
@@ -24,7 +25,7 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line, Image2Scribble, Image2Pose, CropImage,
         TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
         LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
-        NormalText2Image)
+        NormalText2Image, Image2Depth, Image2Normal)
 }
 
 
