@@ -120,3 +120,22 @@ def build_tiny_dpt(folder: Path) -> Path:
     DPTForDepthEstimation(config).save_pretrained(folder)
     DPTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
     return folder
+
+
+def build_tiny_sam(folder: Path) -> Path:
+    """A tiny SAM whose vision output, prompt encoder and mask decoder widths agree (32)."""
+    from transformers import (SamConfig, SamImageProcessor, SamMaskDecoderConfig, SamModel, SamProcessor,
+                              SamPromptEncoderConfig, SamVisionConfig)
+    torch.manual_seed(0)
+    vision = SamVisionConfig(hidden_size=36, intermediate_size=72, output_channels=32, num_hidden_layers=2,
+                             num_attention_heads=4, image_size=32, patch_size=2, global_attn_indexes=[0, 1],
+                             num_pos_feats=16)
+    prompt = SamPromptEncoderConfig(hidden_size=32, image_size=32, patch_size=2, mask_input_channels=4)
+    decoder = SamMaskDecoderConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, mlp_dim=64,
+                                   iou_head_hidden_dim=32)
+    SamModel(SamConfig(vision_config=vision.to_dict(), prompt_encoder_config=prompt.to_dict(),
+                       mask_decoder_config=decoder.to_dict())).save_pretrained(folder)
+    SamProcessor(SamImageProcessor(size={"longest_edge": 32}, pad_size={"height": 32, "width": 32},
+                                   mask_size={"longest_edge": 8},
+                                   mask_pad_size={"height": 8, "width": 8})).save_pretrained(folder)
+    return folder

@@ -17,6 +17,7 @@ from .faces import FaceDetection
 from .lines import Image2Line
 from .ocr import TextDetection
 from .pose import Image2Pose
+from .sam import Segmenting
 from .scribble import Image2Scribble
 from .superres import SuperResolution
 
@@ -25,7 +26,7 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line, Image2Scribble, Image2Pose, CropImage,
         TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
         LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
-        NormalText2Image, Image2Depth, Image2Normal)
+        NormalText2Image, Image2Depth, Image2Normal, Segmenting)
 }
 
 
