@@ -77,12 +77,13 @@ def _tiny_clip_tokenizer(folder: Path):
 
 def build_tiny_sd(folder: Path, kind: str = "text2image") -> Path:
     """A tiny Stable Diffusion pipeline (diffusers' own dummy sizes) saved with save_pretrained."""
-    from diffusers import (AutoencoderKL, DDIMScheduler, StableDiffusionInstructPix2PixPipeline,
-                           StableDiffusionPipeline, UNet2DConditionModel)
+    from diffusers import (AutoencoderKL, DDIMScheduler, StableDiffusionInpaintPipeline,
+                           StableDiffusionInstructPix2PixPipeline, StableDiffusionPipeline, UNet2DConditionModel)
     from transformers import CLIPTextConfig, CLIPTextModel
     torch.manual_seed(0)
     unet = UNet2DConditionModel(block_out_channels=(4, 8), layers_per_block=1, sample_size=32, norm_num_groups=2,
-                                in_channels=8 if kind == "pix2pix" else 4, out_channels=4, cross_attention_dim=32,
+                                in_channels={"pix2pix": 8, "inpaint": 9}.get(kind, 4), out_channels=4,
+                                cross_attention_dim=32,
                                 down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
                                 up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"))
     vae = AutoencoderKL(block_out_channels=[4, 8], in_channels=3, out_channels=3, latent_channels=4,
@@ -94,7 +95,8 @@ def build_tiny_sd(folder: Path, kind: str = "text2image") -> Path:
                                                 vocab_size=len(tokenizer)))
     scheduler = DDIMScheduler(beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
                               clip_sample=False, set_alpha_to_one=False, steps_offset=1)
-    cls = StableDiffusionInstructPix2PixPipeline if kind == "pix2pix" else StableDiffusionPipeline
+    cls = {"pix2pix": StableDiffusionInstructPix2PixPipeline,
+           "inpaint": StableDiffusionInpaintPipeline}.get(kind, StableDiffusionPipeline)
     pipe = cls(unet=unet, vae=vae, text_encoder=text_encoder, tokenizer=tokenizer, scheduler=scheduler,
                safety_checker=None, feature_extractor=None, requires_safety_checker=False)
     pipe.save_pretrained(folder)
@@ -138,4 +140,27 @@ def build_tiny_sam(folder: Path) -> Path:
     SamProcessor(SamImageProcessor(size={"longest_edge": 32}, pad_size={"height": 32, "width": 32},
                                    mask_size={"longest_edge": 8},
                                    mask_pad_size={"height": 8, "width": 8})).save_pretrained(folder)
+    return folder
+
+
+def build_tiny_grounding_dino(folder: Path) -> Path:
+    """A tiny Grounding DINO (transformers' GroundingDinoModelTester sizes) with a WordPiece vocabulary."""
+    from transformers import (GroundingDinoConfig, GroundingDinoForObjectDetection, GroundingDinoImageProcessor,
+                              GroundingDinoProcessor, SwinConfig)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", "a", "cat", "box", "dog", "the", "white", "wooden"]
+    (folder / "vocab").mkdir(parents=True, exist_ok=True)
+    (folder / "vocab" / "vocab.txt").write_text("\n".join(words) + "\n")
+    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab" / "vocab.txt"))
+    swin = SwinConfig(window_size=7, embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1], image_size=98,
+                      out_indices=[2, 3, 4])
+    text = {"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 8,
+            "max_position_embeddings": 32, "model_type": "bert", "vocab_size": len(words)}
+    config = GroundingDinoConfig(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                                 decoder_attention_heads=4, encoder_ffn_dim=4, decoder_ffn_dim=4, num_queries=8,
+                                 num_feature_levels=4, encoder_n_points=2, decoder_n_points=6,
+                                 use_timm_backbone=False, backbone_config=swin, max_text_len=16, text_config=text)
+    torch.manual_seed(0)
+    GroundingDinoForObjectDetection(config).save_pretrained(folder)
+    GroundingDinoProcessor(GroundingDinoImageProcessor(size={"shortest_edge": 98, "longest_edge": 98}),
+                           tokenizer).save_pretrained(folder)
     return folder

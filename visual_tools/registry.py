@@ -13,7 +13,9 @@ from .crop import CropImage
 from .depth import Image2Depth, Image2Normal
 from .diffusion import (CannyText2Image, DepthText2Image, HedText2Image, InstructPix2Pix, LineText2Image,
                         NormalText2Image, PoseText2Image, ScribbleText2Image, SegText2Image, Text2Image)
+from .editing import RemoveSomething, ReplaceSomething
 from .faces import FaceDetection
+from .grounding import ObjectSegmenting, Text2Box
 from .lines import Image2Line
 from .ocr import TextDetection
 from .pose import Image2Pose
@@ -26,7 +28,8 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line, Image2Scribble, Image2Pose, CropImage,
         TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
         LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
-        NormalText2Image, Image2Depth, Image2Normal, Segmenting)
+        NormalText2Image, Image2Depth, Image2Normal, Segmenting, Text2Box, ObjectSegmenting,
+        ReplaceSomething, RemoveSomething)
 }
 
 
@@ -49,9 +52,13 @@ def parse_load(spec: str | None) -> dict[str, str]:
         if name not in TOOL_CLASSES:
             raise ValueError(f"unknown tool class '{name}'; known: {', '.join(TOOL_CLASSES)}")
         load[name] = device
-    for name, device in list(load.items()):
+    pending = list(load)
+    while pending:  # what the loaded tools require, and what that requires, on the same device
+        name = pending.pop()
         for required in TOOL_CLASSES[name].requires:
-            load.setdefault(required, device)
+            if required not in load:
+                load[required] = load[name]
+                pending.append(required)
     return load
 
 
