@@ -12,6 +12,15 @@ from .checkpoints import hub_availability, locate
 from .sam import overlay
 
 
+def draw_boxes(image: Image.Image, found: list[tuple[list[float], str, float]]) -> Image.Image:
+    """Boxes with their phrase and score, as GPT4Tools draws detections."""
+    draw = ImageDraw.Draw(image)
+    for (x1, y1, x2, y2), label, score in found:
+        draw.rectangle((x1, y1, x2, y2), outline=(255, 64, 64), width=4)
+        draw.text((x1 + 4, y1 + 2), f"{label}({score:.2f})", fill=(255, 255, 255))
+    return image
+
+
 class Text2Box(Tool):
     name = "Detect the Give Object"  # sic: GPT4Tools' name, kept byte-exact
     description = ("useful when you only want to detect or find out given objects in the picture"
@@ -51,11 +60,57 @@ class Text2Box(Tool):
         found = self.detect(image, object)
         if not found:
             raise ToolInputError(f"no '{object}' detected in image/{image_path.name}")
-        draw = ImageDraw.Draw(image)
-        for (x1, y1, x2, y2), label, score in found:
-            draw.rectangle((x1, y1, x2, y2), outline=(255, 64, 64), width=4)
-            draw.text((x1 + 4, y1 + 2), f"{label}({score:.2f})", fill=(255, 255, 255))
-        return image
+        return draw_boxes(image, found)
+
+
+COCO_CLASSES = (
+    "person, bicycle, car, motorcycle, airplane, bus, train, truck, boat, traffic light, fire hydrant, stop sign, "
+    "parking meter, bench, bird, cat, dog, horse, sheep, cow, elephant, bear, zebra, giraffe, backpack, umbrella, "
+    "handbag, tie, suitcase, frisbee, skis, snowboard, sports ball, kite, baseball bat, baseball glove, skateboard, "
+    "surfboard, tennis racket, bottle, wine glass, cup, fork, knife, spoon, bowl, banana, apple, sandwich, orange, "
+    "broccoli, carrot, hot dog, pizza, donut, cake, chair, couch, potted plant, bed, dining table, toilet, tv, "
+    "laptop, mouse, remote, keyboard, cell phone, microwave, oven, toaster, sink, refrigerator, book, clock, vase, "
+    "scissors, teddy bear, hair drier, toothbrush").split(", ")
+
+
+class Detection(Tool):
+    name = "Detection"
+    description = ("useful when you want to detect all objects of the image, but not detect a certain object "
+                   "according to the text. like: detect all the objects in this image, or detect this image. "
+                   "The input to this tool should be a string, representing the image_path")
+    inputs = (Input("image_path", "image_path"),)
+    output = "image_path"
+    op = "detect-all"
+    backend = "Grounding DINO (the detection tool's model) prompted with the 80 COCO classes"
+    requires = ("Text2Box",)
+
+    def availability(self) -> tuple[bool, str]:
+        detector = self.parts.get("Text2Box")
+        return detector.availability() if detector else (False, "needs the Text2Box tool in --load")
+
+    def setup(self) -> None:
+        self.parts["Text2Box"].ensure_ready()
+
+    def forward(self, image_path: Path) -> Image.Image:
+        image = Image.open(image_path).convert("RGB")
+        detector = self.parts["Text2Box"]
+        found = [hit for query in self.queries(detector) for hit in detector.detect(image, query)]
+        if not found:
+            raise ToolInputError(f"no objects detected in image/{image_path.name}")
+        return draw_boxes(image, found)
+
+
+    @staticmethod
+    def queries(detector: Text2Box) -> list[str]:
+        """The class names joined into as few prompts as fit the model's text length."""
+        limit, queries, current = detector.model.config.max_text_len, [], []
+        for name in COCO_CLASSES:
+            candidate = " . ".join([*current, name]) + " ."
+            if current and len(detector.processor.tokenizer(candidate)["input_ids"]) > limit:
+                queries.append(" . ".join(current))
+                current = []
+            current.append(name)
+        return queries + [" . ".join(current)]
 
 
 class ObjectSegmenting(Tool):

@@ -15,7 +15,7 @@ from .diffusion import (CannyText2Image, DepthText2Image, HedText2Image, Instruc
                         NormalText2Image, PoseText2Image, ScribbleText2Image, SegText2Image, Text2Image)
 from .editing import RemoveSomething, ReplaceSomething
 from .faces import FaceDetection
-from .grounding import ObjectSegmenting, Text2Box
+from .grounding import Detection, ObjectSegmenting, Text2Box
 from .lines import Image2Line
 from .ocr import TextDetection
 from .pose import Image2Pose
@@ -29,7 +29,7 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
         LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
         NormalText2Image, Image2Depth, Image2Normal, Segmenting, Text2Box, ObjectSegmenting,
-        ReplaceSomething, RemoveSomething)
+        ReplaceSomething, RemoveSomething, Detection)
 }
 
 
