@@ -56,3 +56,12 @@ def test_controlnet_unavailable_without_its_base(tmp_path):
                                                   "Generate Image From User Input Text"}
     ok, reason = registry.by_class("CannyText2Image").availability()
     assert not ok and "python -m visual_tools fetch CannyText2Image" in reason
+
+
+def test_text_to_3d_renders_four_views(tmp_path, store):
+    from tiny_models import build_tiny_shap_e
+    from visual_tools.shape import Text2Shape
+    tool = Text2Shape("cpu", str(build_tiny_shap_e(tmp_path / "shap-e")))
+    tool.size, tool.steps = 32, 1
+    result = invoke(tool, "a shark", store)
+    assert Image.open(store.resolve(result.image)).size == (64, 64) and "_" not in result.image

@@ -164,3 +164,26 @@ def build_tiny_grounding_dino(folder: Path) -> Path:
     GroundingDinoProcessor(GroundingDinoImageProcessor(size={"shortest_edge": 98, "longest_edge": 98}),
                            tokenizer).save_pretrained(folder)
     return folder
+
+
+def build_tiny_shap_e(folder: Path) -> Path:
+    """A tiny Shap-E pipeline (diffusers' ShapEPipelineFastTests sizes)."""
+    from diffusers import HeunDiscreteScheduler, PriorTransformer, ShapEPipeline
+    from diffusers.pipelines.shap_e import ShapERenderer
+    from transformers import CLIPTextConfig, CLIPTextModelWithProjection
+    tokenizer = _tiny_clip_tokenizer(folder / "clip-vocab")
+    torch.manual_seed(0)
+    text_encoder = CLIPTextModelWithProjection(CLIPTextConfig(
+        bos_token_id=0, eos_token_id=1, pad_token_id=2, hidden_size=32, projection_dim=32, intermediate_size=37,
+        num_attention_heads=4, num_hidden_layers=2, vocab_size=len(tokenizer)))
+    prior = PriorTransformer(num_attention_heads=2, attention_head_dim=16, embedding_dim=32, num_embeddings=32,
+                             embedding_proj_dim=32, time_embed_dim=128, num_layers=1, clip_embed_dim=64,
+                             additional_embeddings=0, time_embed_act_fn="gelu", norm_in_type="layer",
+                             encoder_hid_proj_type=None, added_emb_type=None)
+    renderer = ShapERenderer(param_shapes=((8, 93), (8, 8), (8, 8), (8, 8)), d_latent=32, d_hidden=8, n_output=12,
+                             background=(0.1, 0.1, 0.1))
+    scheduler = HeunDiscreteScheduler(beta_schedule="exp", num_train_timesteps=1024, prediction_type="sample",
+                                      use_karras_sigmas=True, clip_sample=True, clip_sample_range=1.0)
+    ShapEPipeline(prior=prior, text_encoder=text_encoder, tokenizer=tokenizer, shap_e_renderer=renderer,
+                  scheduler=scheduler).save_pretrained(folder)
+    return folder
