@@ -1,6 +1,7 @@
 """Face Detection On Image: faces boxed on the photo, with OpenCV's bundled Haar cascade."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import cv2
@@ -10,12 +11,16 @@ from PIL import Image, ImageDraw
 from .base import Input, Tool
 
 
+@functools.cache
+def _cascade() -> cv2.CascadeClassifier:
+    return cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_default.xml")
+
+
 def detect_faces(rgb: np.ndarray) -> list[tuple[int, int, int, int]]:
     """Frontal faces as (x1, y1, x2, y2) boxes."""
-    cascade = cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_default.xml")
     gray = cv2.equalizeHist(cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY))
     side = max(24, min(gray.shape) // 12)
-    found = cascade.detectMultiScale(gray, scaleFactor=1.1, minNeighbors=6, minSize=(side, side))
+    found = _cascade().detectMultiScale(gray, scaleFactor=1.2, minNeighbors=5, minSize=(side, side))
     return [(int(x), int(y), int(x + w), int(y + h)) for x, y, w, h in found]
 
 
