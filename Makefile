@@ -21,4 +21,5 @@ test: install-dev
 	$(PYTHON) -m pytest -q $(ARGS)
 
 bench: install
+	$(PYTHON) bench/tools_cpu.py
 	$(PYTHON) bench/agent_step.py

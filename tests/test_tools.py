@@ -17,9 +17,19 @@ from visual_tools.canny import Image2Canny
 @pytest.mark.parametrize("cls", TOOL_CLASSES.values(), ids=list(TOOL_CLASSES))
 def test_every_tool_keeps_the_contract(cls):
     assert cls.name and cls.description and cls.inputs and cls.output in ("image_path", "text")
+    assert cls.backend and "_" not in cls.op
     assert list(inspect.signature(cls.forward).parameters)[1:] == [i.name for i in cls.inputs]
-    ok, reason = cls().availability()
-    assert ok or ("python -m visual_tools fetch" in reason and cls.checkpoint_env() in reason)
+    registry = ToolRegistry.from_load(f"{cls.__name__}_cpu")  # brings the tools it reuses
+    tool = registry.by_class(cls.__name__)
+    assert set(tool.parts) == set(cls.requires)
+    ok, reason = tool.availability()
+    assert ok or "python -m visual_tools fetch" in reason or "pip install" in reason
+    assert tool.schema()["available"] == ok and tool.schema()["reason"] == reason
+
+
+def test_the_registry_has_unique_names():
+    names = [cls.name for cls in TOOL_CLASSES.values()]
+    assert len(names) == len(set(names)) == len(TOOL_CLASSES)
 
 
 def test_tool_names_are_gpt4tools_exact():
@@ -27,6 +37,8 @@ def test_tool_names_are_gpt4tools_exact():
     assert names["Image2Canny"] == "Edge Detection On Image"
     assert names["ImageCaptioning"] == "Get Photo Description"
     assert names["VisualQuestionAnswering"] == "Answer Question About The Image"
+    assert names["Text2Box"] == "Detect the Give Object"  # GPT4Tools' typo, kept for its released weights
+    assert names["HedText2Image"] == "Generate Image Condition On Soft Hed Boundary Image"
 
 
 def test_a_tool_whose_forward_does_not_match_its_inputs_is_rejected():
