@@ -50,9 +50,6 @@ class ChatState:
     pending: str = ""
     controller: tuple[str, str | None] | None = None
 
-    def begin_turn(self) -> None:
-        self.marks.append(len(self.messages))
-
 
 def _image_message(store: ImageStore, name: str, role: str = "assistant") -> gr.ChatMessage:
     return gr.ChatMessage(role=role, content={"path": str(store.resolve(name)), "alt_text": name})
@@ -127,19 +124,18 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
             return st.messages, gr.MultimodalTextbox(value=None, interactive=True), st
         for file in files:
             path = file if isinstance(file, str) else file.get("path")
-            mark = len(st.messages)
             try:
                 name = st.session.add_image(path, services.registry)
             except ImageInputError as exc:
                 gr.Warning(f"Upload refused: {exc}")
                 st.messages.append(gr.ChatMessage(content=f"⚠️ Upload refused: {exc}"))
                 continue
-            st.marks.append(mark)
+            st.marks.append(len(st.messages))
             st.messages += [_image_message(st.session.store, name, role="user"),
                             gr.ChatMessage(content=f"Received `{name}`.")]
         st.pending = text
         if text:
-            st.begin_turn()
+            st.marks.append(len(st.messages))
             st.messages.append(gr.ChatMessage(role="user", content=text))
         return st.messages, gr.MultimodalTextbox(value=None, interactive=False), st
 

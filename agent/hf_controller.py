@@ -120,9 +120,14 @@ class TransformersController:
                 else:
                     keep, self._cache = 0, DynamicCache(config=self.model.config)
                 kwargs["cache"] = self._cache
+                self._cache_ids = []  # the cache is being extended: trust it again only once this returns
                 self.reused_tokens += keep
             self.prompt_tokens += len(ids)
-            out = self.model.generate(input_ids, **kwargs)
+            try:
+                out = self.model.generate(input_ids, **kwargs)
+            except torch.OutOfMemoryError:
+                self._cache = None
+                raise ControllerError(f"{self.name} ran out of memory on a {len(ids)}-token prompt") from None
             if reuse:
                 self._cache = out.cache
                 self._cache_ids = out.sequences[0, : self._cache.get_seq_length()].tolist()
