@@ -1,10 +1,10 @@
-"""Depth and normal maps: a tiny DPT saved with save_pretrained, loaded by the tools' own code."""
+"""Dense maps (depth, normals, segmentation): tiny models saved with save_pretrained, loaded by the tools."""
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
-from tiny_models import build_tiny_dpt
+from tiny_models import build_tiny_dpt, build_tiny_upernet
 from visual_tools import ToolRegistry, invoke
 from visual_tools.depth import Image2Depth, Image2Normal
 
@@ -27,3 +27,15 @@ def test_depth_and_normal_share_one_model(tmp_path, store):
 def test_normal_needs_depth():
     ok, reason = ToolRegistry.from_load("Image2Normal_cpu").by_class("Image2Normal").availability()
     assert not ok and "fetch Image2Depth" in reason
+
+
+def test_segmentation_map_uses_the_ade20k_palette(tmp_path, store):
+    from visual_tools.ade20k_palette import ADE20K_PALETTE
+    from visual_tools.segmentation import Image2Seg
+    tool = Image2Seg("cpu", str(build_tiny_upernet(tmp_path / "upernet")))
+    name = store.save_upload(ASSETS / "chelsea.png")
+    result = invoke(tool, name, store)
+    pixels = np.array(Image.open(store.resolve(result.image)))
+    assert f"_segmentation-map_{name[6:14]}_" in result.image and pixels.shape == (320, 512, 3)
+    colours = {tuple(c) for c in pixels.reshape(-1, 3)}
+    assert colours <= set(ADE20K_PALETTE) and len(ADE20K_PALETTE) == 150

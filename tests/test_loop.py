@@ -95,3 +95,29 @@ def test_history_window_moves_in_half_windows():
     assert all(1 <= n - s <= 6 for n, s in zip(range(7, 20), starts))  # never more than 6 turns
     assert len(set(starts)) < len(starts) / 2  # the start stays put for several turns
     assert recent(history[:4], 6) == history[:4]
+
+
+class Flaky(Tool):
+    """Loads a 'model' in setup; its first call fails like an out-of-memory error."""
+    name, description, output = "Flaky", "fails once", "text"
+    inputs = (Input("image_path", "image_path"),)
+    loads = 0
+
+    def setup(self):
+        type(self).loads += 1
+        self.model = object()
+
+    def forward(self, image_path):
+        if self.loads == 1:
+            raise RuntimeError("CUDA out of memory")
+        return "ok"
+
+
+def test_a_failing_tool_is_unloaded_and_reloads(box_image):
+    tool = Flaky()
+    events, _, _, _ = run([lambda p: CALL.format(tool="Flaky", arg=last_image(p))] * 2 + [ANSWER], box_image,
+                          tools=[tool])
+    observations = [e for e in events if isinstance(e, ObservationEvent)]
+    assert observations[0].error and "CUDA out of memory" in observations[0].text
+    assert not observations[1].error and observations[1].text == "ok"
+    assert Flaky.loads == 2 and tool.model is not None

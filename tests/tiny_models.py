@@ -187,3 +187,16 @@ def build_tiny_shap_e(folder: Path) -> Path:
     ShapEPipeline(prior=prior, text_encoder=text_encoder, tokenizer=tokenizer, shap_e_renderer=renderer,
                   scheduler=scheduler).save_pretrained(folder)
     return folder
+
+
+def build_tiny_upernet(folder: Path, num_labels: int = 150) -> Path:
+    """A tiny UperNet on a tiny ConvNeXt (transformers' UperNetModelTester sizes)."""
+    from transformers import ConvNextConfig, SegformerImageProcessor, UperNetConfig, UperNetForSemanticSegmentation
+    backbone = ConvNextConfig(num_stages=4, hidden_sizes=[10, 20, 30, 40], depths=[1, 1, 1, 1],
+                              out_features=["stage2", "stage3", "stage4"])
+    torch.manual_seed(0)
+    UperNetForSemanticSegmentation(UperNetConfig(
+        backbone_config=backbone, hidden_size=16, pool_scales=[1, 2, 3, 6], use_auxiliary_head=False,
+        num_labels=num_labels)).save_pretrained(folder)
+    SegformerImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder

@@ -1,6 +1,7 @@
 """The tool contract: one class per tool, its prompt name, description and input schema in one place."""
 from __future__ import annotations
 
+import gc
 import inspect
 import os
 import threading
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+import torch
 from PIL import Image
 
 InputType = Literal["image_path", "text", "number"]
@@ -85,8 +87,20 @@ class Tool:
                 ok, reason = self.availability()
                 if not ok:
                     raise ToolInputError(f"{self.name} is unavailable: {reason}")
+                before = set(vars(self))
                 self.setup()
+                self._loaded_attrs = set(vars(self)) - before
                 self._ready = True
+
+    def unload(self) -> None:
+        """Drop what `setup()` loaded (after a failure, e.g. out of memory); the next call loads again."""
+        with self._lock:
+            for attr in getattr(self, "_loaded_attrs", ()):
+                delattr(self, attr)
+            self._loaded_attrs, self._ready = set(), False
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     # --- calling -------------------------------------------------------------------------------
     def parse_input(self, text: str) -> dict[str, str]:
@@ -116,7 +130,13 @@ class Tool:
             elif spec.type == "image_path" and not isinstance(value, Path):
                 raise ToolInputError(f"{spec.name} must be a resolved image path")
         self.ensure_ready()
-        return self.forward(**args)
+        try:
+            return self.forward(**args)
+        except ToolInputError:
+            raise
+        except Exception:
+            self.unload()  # a failed model (OOM, bad state) is reloaded cleanly on the next call
+            raise
 
     def forward(self, **args: Any) -> str | Image.Image:  # pragma: no cover - overridden
         raise NotImplementedError

@@ -22,6 +22,7 @@ from .pose import Image2Pose
 from .sam import Segmenting
 from .shape import Text2Shape
 from .scribble import Image2Scribble
+from .segmentation import Image2Seg
 from .superres import SuperResolution
 
 TOOL_CLASSES: dict[str, type[Tool]] = {
@@ -30,7 +31,7 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
         LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
         NormalText2Image, Image2Depth, Image2Normal, Segmenting, Text2Box, ObjectSegmenting,
-        ReplaceSomething, RemoveSomething, Detection, Text2Shape)
+        ReplaceSomething, RemoveSomething, Detection, Text2Shape, Image2Seg)
 }
 
 

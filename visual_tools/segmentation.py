@@ -1,0 +1,42 @@
+"""Segmentation On Image: UperNet semantic segmentation, coloured with ADE20K's palette (Visual ChatGPT's tool)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+from PIL import Image
+
+from .ade20k_palette import ADE20K_PALETTE
+from .base import Input, Tool
+from .checkpoints import hub_availability, locate
+
+
+class Image2Seg(Tool):
+    name = "Segmentation On Image"
+    description = ("useful when you want to detect segmentations of the image. "
+                   "like: segment this image, or generate segmentations on this image, "
+                   "or peform segmentation on this image. "
+                   "The input to this tool should be a string, representing the image_path")
+    inputs = (Input("image_path", "image_path"),)
+    output = "image_path"
+    op = "segmentation-map"
+    backend = "UperNet (ADE20K, 150 classes) through transformers"
+    checkpoints = ("openmmlab/upernet-convnext-small",)
+
+    def availability(self) -> tuple[bool, str]:
+        return hub_availability(type(self), self.checkpoint)
+
+    def setup(self) -> None:
+        from transformers import AutoImageProcessor, UperNetForSemanticSegmentation
+        self.processor = AutoImageProcessor.from_pretrained(locate(self.checkpoint))
+        self.model = UperNetForSemanticSegmentation.from_pretrained(locate(self.checkpoint)).to(self.device).eval()
+
+    @torch.inference_mode()
+    def forward(self, image_path: Path) -> Image.Image:
+        image = Image.open(image_path).convert("RGB")
+        batch = self.processor(images=image, return_tensors="pt").to(self.device)
+        classes = self.processor.post_process_semantic_segmentation(
+            self.model(**batch), target_sizes=[image.size[::-1]])[0].cpu().numpy()
+        palette = np.array(ADE20K_PALETTE, dtype=np.uint8)
+        return Image.fromarray(palette[classes % len(palette)])
