@@ -111,3 +111,4 @@ def test_super_resolution_doubles_and_keeps_content(store, box_image):
     small = np.array(Image.open(store.resolve(name)).convert("L")).astype(float)
     assert big.shape == (768, 1024) and "_upscale_" in result.image
     assert np.abs(big[::2, ::2] - small).mean() < 8  # the same picture, twice the pixels
+

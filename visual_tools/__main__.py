@@ -30,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for name in args.classes:
         for part in (name, *TOOL_CLASSES[name].requires):  # a ControlNet tool needs its SD base too
-            for checkpoint in TOOL_CLASSES[part].checkpoints:
-                print(f"{part}: {checkpoint} -> {fetch(checkpoint)}", file=sys.stderr)
+            cls = TOOL_CLASSES[part]
+            for checkpoint in cls.checkpoints:
+                print(f"{part}: {checkpoint} -> {fetch(checkpoint, cls.checkpoint_files)}", file=sys.stderr)
     return 0
 
 

@@ -42,6 +42,7 @@ class Tool:
     op: ClassVar[str] = "update"
     backend: ClassVar[str] = ""  # what computes it, shown in the Tools tab and `list`
     checkpoints: ClassVar[tuple[str, ...]] = ()
+    checkpoint_files: ClassVar[tuple[str, ...]] = ()  # only these files of the checkpoint repo (fetch)
     requires: ClassVar[tuple[str, ...]] = ()  # class names of tools whose loaded models this one reuses
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

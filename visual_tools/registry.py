@@ -16,6 +16,7 @@ from .diffusion import (CannyText2Image, DepthText2Image, HedText2Image, Instruc
 from .editing import RemoveSomething, ReplaceSomething
 from .faces import FaceDetection
 from .grounding import Detection, ObjectSegmenting, Text2Box
+from .hed import Image2Hed
 from .lines import Image2Line
 from .ocr import TextDetection
 from .pose import Image2Pose
@@ -31,7 +32,7 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
         LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
         NormalText2Image, Image2Depth, Image2Normal, Segmenting, Text2Box, ObjectSegmenting,
-        ReplaceSomething, RemoveSomething, Detection, Text2Shape, Image2Seg)
+        ReplaceSomething, RemoveSomething, Detection, Text2Shape, Image2Seg, Image2Hed)
 }
 
 

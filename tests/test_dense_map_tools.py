@@ -1,4 +1,4 @@
-"""Dense maps (depth, normals, segmentation): tiny models saved with save_pretrained, loaded by the tools."""
+"""Dense maps (depth, normals, segmentation, HED): tiny or random models, loaded by the tools' own code."""
 from pathlib import Path
 
 import numpy as np
@@ -39,3 +39,19 @@ def test_segmentation_map_uses_the_ade20k_palette(tmp_path, store):
     assert f"_segmentation-map_{name[6:14]}_" in result.image and pixels.shape == (320, 512, 3)
     colours = {tuple(c) for c in pixels.reshape(-1, 3)}
     assert colours <= set(ADE20K_PALETTE) and len(ADE20K_PALETTE) == 150
+
+
+def test_hed_loads_annotator_weights_and_maps_edges(store, tmp_path):
+    import torch
+
+    from visual_tools.hed import WEIGHTS, HedNetwork, Image2Hed
+    torch.manual_seed(0)
+    torch.save(HedNetwork().state_dict(), tmp_path / WEIGHTS)  # the file layout of lllyasviel/Annotators
+    tool = Image2Hed("cpu", str(tmp_path))
+    assert tool.availability() == (True, "")
+    name = store.save_upload(ASSETS / "chelsea.png")
+    result = invoke(tool, name, store)
+    hed = np.array(Image.open(store.resolve(result.image)))
+    assert f"_hed-boundary_{name[6:14]}_" in result.image and hed.shape == (320, 512, 3)
+    assert Image2Hed("cpu", str(tmp_path / "missing")).availability()[0] is False
+    assert sum(p.numel() for p in HedNetwork().parameters()) > 14e6  # ControlNetHED's size
