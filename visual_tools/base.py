@@ -12,6 +12,8 @@ from typing import Any, ClassVar, Literal
 import torch
 from PIL import Image
 
+from .checkpoints import hub_availability
+
 InputType = Literal["image_path", "text", "number"]
 INPUT_TYPES = ("image_path", "text", "number")
 
@@ -76,11 +78,23 @@ class Tool:
 
     # --- availability and set-up -------------------------------------------------------------
     def availability(self) -> tuple[bool, str]:
-        """(True, "") when the tool can run here, else (False, what it needs and how to get it)."""
+        """(True, "") when the tool can run here, else (False, what it needs and how to get it).
+
+        By default: this tool's checkpoint is on disk, and so is every tool it requires.
+        """
+        if self.checkpoints:
+            ok, reason = hub_availability(type(self), self.checkpoint, (*self.checkpoint_files, "config.json")[0])
+            if not ok:
+                return ok, reason
+        for name in self.requires:
+            part = self.parts.get(name)
+            ok, reason = part.availability() if part else (False, f"needs the {name} tool in --load")
+            if not ok:
+                return ok, reason
         return True, ""
 
     def setup(self) -> None:
-        """Load models; called once, on first use, on `self.device`."""
+        """Load models; called once, on first use (after the required tools are ready), on `self.device`."""
 
     def ensure_ready(self) -> None:
         with self._lock:
@@ -88,6 +102,8 @@ class Tool:
                 ok, reason = self.availability()
                 if not ok:
                     raise ToolInputError(f"{self.name} is unavailable: {reason}")
+                for part in self.parts.values():
+                    part.ensure_ready()
                 before = set(vars(self))
                 self.setup()
                 self._loaded_attrs = set(vars(self)) - before

@@ -8,15 +8,12 @@ from PIL import Image
 from transformers import BlipForConditionalGeneration, BlipForQuestionAnswering, BlipProcessor
 
 from .base import Input, Tool
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 
 
 class _Blip(Tool):
     model_class: type
     backend = "BLIP through transformers"
-
-    def availability(self) -> tuple[bool, str]:
-        return hub_availability(type(self), self.checkpoint)
 
     def setup(self) -> None:
         path = locate(self.checkpoint)

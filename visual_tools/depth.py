@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 from .base import Input, Tool
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 
 
 class Image2Depth(Tool):
@@ -21,9 +21,6 @@ class Image2Depth(Tool):
     op = "depth"
     backend = "DPT depth estimation through transformers"
     checkpoints = ("Intel/dpt-large",)  # the depth-estimation pipeline's default, as GPT4Tools uses it
-
-    def availability(self) -> tuple[bool, str]:
-        return hub_availability(type(self), self.checkpoint)
 
     def setup(self) -> None:
         from transformers import pipeline
@@ -50,13 +47,6 @@ class Image2Normal(Tool):
     backend = "DPT depth (the depth tool's model) + Sobel gradients, as GPT4Tools computes it"
     requires = ("Image2Depth",)
     background = 0.4  # normalised depth below this is background (flat normal)
-
-    def availability(self) -> tuple[bool, str]:
-        depth = self.parts.get("Image2Depth")
-        return depth.availability() if depth else (False, "needs the Image2Depth tool in --load")
-
-    def setup(self) -> None:
-        self.parts["Image2Depth"].ensure_ready()
 
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")

@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from .base import Input, Tool
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 
 A_PROMPT = "best quality, extremely detailed"  # GPT4Tools' added and negative prompts
 N_PROMPT = ("longbody, lowres, bad anatomy, bad hands, missing fingers, extra digit, "
@@ -37,9 +37,6 @@ class _Diffusion(Tool):
     def dtype(self) -> torch.dtype:
         return torch.float16 if self.device.startswith("cuda") else torch.float32
 
-    def availability(self) -> tuple[bool, str]:
-        return hub_availability(type(self), self.checkpoint)
-
     def _place(self, pipe):
         pipe.set_progress_bar_config(disable=True)
         if os.environ.get("TOOLSMITH_CPU_OFFLOAD") and self.device.startswith("cuda"):
@@ -51,7 +48,8 @@ class _Diffusion(Tool):
 class Text2Image(_Diffusion):
     name = "Generate Image From User Input Text"
     description = ("useful when you want to generate an image from a user input text and save it to a file. "
-                   "like: generate an image of an object or something, or generate an image that includes some objects. "
+                   "like: generate an image of an object or something, "
+                   "or generate an image that includes some objects. "
                    "The input to this tool should be a string, representing the text used to generate image. ")
     inputs = (Input("text", "text"),)
     output = "image_path"
@@ -102,19 +100,10 @@ class _ControlNet(_Diffusion):
     requires = ("Text2Image",)
     backend = "ControlNet 1.1 on Stable Diffusion 1.5 through diffusers"
 
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = hub_availability(type(self), self.checkpoint)
-        base = self.parts.get("Text2Image")
-        if ok and base is not None:
-            ok, reason = base.availability()
-        return ok, reason
-
     def setup(self) -> None:
         from diffusers import ControlNetModel, StableDiffusionControlNetPipeline, UniPCMultistepScheduler
-        base = self.parts["Text2Image"]
-        base.ensure_ready()
         controlnet = ControlNetModel.from_pretrained(locate(self.checkpoint), dtype=self.dtype)
-        pipe = StableDiffusionControlNetPipeline(**base.pipe.components, controlnet=controlnet)
+        pipe = StableDiffusionControlNetPipeline(**self.parts["Text2Image"].pipe.components, controlnet=controlnet)
         pipe.scheduler = UniPCMultistepScheduler.from_config(pipe.scheduler.config)
         self.pipe = self._place(pipe)
 

@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 from .base import Input
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 from .diffusion import _Diffusion
 
 
@@ -26,16 +26,8 @@ class ReplaceSomething(_Diffusion):
     requires = ("ObjectSegmenting",)
     padding = 20  # GPT4Tools grows the mask by 20 px so the inpainting blends in
 
-    def availability(self) -> tuple[bool, str]:
-        ok, reason = hub_availability(type(self), self.checkpoint)
-        segmenter = self.parts.get("ObjectSegmenting")
-        if ok:
-            ok, reason = segmenter.availability() if segmenter else (False, "needs ObjectSegmenting in --load")
-        return ok, reason
-
     def setup(self) -> None:
         from diffusers import StableDiffusionInpaintPipeline
-        self.parts["ObjectSegmenting"].ensure_ready()
         self.pipe = self._place(StableDiffusionInpaintPipeline.from_pretrained(
             locate(self.checkpoint), dtype=self.dtype, safety_checker=None, requires_safety_checker=False))
 
@@ -61,13 +53,6 @@ class RemoveSomething(_Diffusion):
     op = "remove-something"
     backend = "Replace Something From The Photo, with 'background' (as GPT4Tools does)"
     requires = ("ReplaceSomething",)
-
-    def availability(self) -> tuple[bool, str]:
-        replacer = self.parts.get("ReplaceSomething")
-        return replacer.availability() if replacer else (False, "needs ReplaceSomething in --load")
-
-    def setup(self) -> None:
-        self.parts["ReplaceSomething"].ensure_ready()
 
     def forward(self, image_path: Path, object: str) -> Image.Image:
         return self.parts["ReplaceSomething"].forward(image_path, object, "background")

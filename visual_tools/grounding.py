@@ -8,7 +8,7 @@ import torch
 from PIL import Image, ImageDraw
 
 from .base import Input, Tool, ToolInputError
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 from .sam import overlay
 
 
@@ -32,9 +32,6 @@ class Text2Box(Tool):
     backend = "Grounding DINO through transformers"
     checkpoints = ("IDEA-Research/grounding-dino-tiny",)  # Swin-T OGC, GPT4Tools' choice
     box_threshold, text_threshold = 0.3, 0.25  # GPT4Tools' thresholds
-
-    def availability(self) -> tuple[bool, str]:
-        return hub_availability(type(self), self.checkpoint)
 
     def setup(self) -> None:
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
@@ -84,13 +81,6 @@ class Detection(Tool):
     backend = "Grounding DINO (the detection tool's model) prompted with the 80 COCO classes"
     requires = ("Text2Box",)
 
-    def availability(self) -> tuple[bool, str]:
-        detector = self.parts.get("Text2Box")
-        return detector.availability() if detector else (False, "needs the Text2Box tool in --load")
-
-    def setup(self) -> None:
-        self.parts["Text2Box"].ensure_ready()
-
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")
         detector = self.parts["Text2Box"]
@@ -126,18 +116,6 @@ class ObjectSegmenting(Tool):
     op = "segmentation"
     backend = "Grounding DINO boxes -> SAM masks (the two loaded tools)"
     requires = ("Text2Box", "Segmenting")
-
-    def availability(self) -> tuple[bool, str]:
-        for name in self.requires:
-            part = self.parts.get(name)
-            ok, reason = part.availability() if part else (False, f"needs the {name} tool in --load")
-            if not ok:
-                return ok, reason
-        return True, ""
-
-    def setup(self) -> None:
-        for part in self.parts.values():
-            part.ensure_ready()
 
     def object_masks(self, image: Image.Image, text: str, source: str) -> list[np.ndarray]:
         found = self.parts["Text2Box"].detect(image, text)

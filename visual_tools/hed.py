@@ -16,7 +16,7 @@ from PIL import Image
 from torch import nn
 
 from .base import Input, Tool
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 
 WEIGHTS = "ControlNetHED.pth"
 
@@ -65,9 +65,6 @@ class Image2Hed(Tool):
     backend = "ControlNet's Apache-2.0 HED network (lllyasviel/Annotators)"
     checkpoints = ("lllyasviel/Annotators",)
     checkpoint_files = (WEIGHTS,)
-
-    def availability(self) -> tuple[bool, str]:
-        return hub_availability(type(self), self.checkpoint, WEIGHTS)
 
     def setup(self) -> None:
         self.network = HedNetwork()

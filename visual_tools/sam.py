@@ -13,7 +13,7 @@ import torch
 from PIL import Image
 
 from .base import Input, Tool, ToolInputError
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 
 
 def overlay(image: Image.Image, masks: list[np.ndarray], seed: int = 0) -> Image.Image:
@@ -39,9 +39,6 @@ class Segmenting(Tool):
     backend = "Segment Anything (SAM) through transformers, point-grid prompts"
     checkpoints = ("facebook/sam-vit-huge",)
     points_per_side, batch, min_iou, nms_iou = 16, 64, 0.88, 0.7  # SAM's automatic-mask defaults, coarser grid
-
-    def availability(self) -> tuple[bool, str]:
-        return hub_availability(type(self), self.checkpoint)
 
     def setup(self) -> None:
         from transformers import SamModel, SamProcessor

@@ -9,7 +9,7 @@ from PIL import Image
 
 from .ade20k_palette import ADE20K_PALETTE
 from .base import Input, Tool
-from .checkpoints import hub_availability, locate
+from .checkpoints import locate
 
 
 class Image2Seg(Tool):
@@ -23,9 +23,6 @@ class Image2Seg(Tool):
     op = "segmentation-map"
     backend = "UperNet (ADE20K, 150 classes) through transformers"
     checkpoints = ("openmmlab/upernet-convnext-small",)
-
-    def availability(self) -> tuple[bool, str]:
-        return hub_availability(type(self), self.checkpoint)
 
     def setup(self) -> None:
         from transformers import AutoImageProcessor, UperNetForSemanticSegmentation
