@@ -68,6 +68,7 @@ class Tool:
         self.checkpoint = (checkpoint or os.environ.get(self.checkpoint_env())
                            or (self.checkpoints[0] if self.checkpoints else None))
         self.parts: dict[str, Tool] = {}  # the `requires` tools, linked by the registry
+        self._loaded_attrs: set[str] = set()  # what setup() added, dropped again by unload()
         self._ready = False
         self._lock = threading.Lock()
 
@@ -112,7 +113,7 @@ class Tool:
     def unload(self) -> None:
         """Drop what `setup()` loaded (after a failure, e.g. out of memory); the next call loads again."""
         with self._lock:
-            for attr in getattr(self, "_loaded_attrs", ()):
+            for attr in self._loaded_attrs:
                 delattr(self, attr)
             self._loaded_attrs, self._ready = set(), False
         gc.collect()
@@ -162,5 +163,5 @@ class Tool:
         ok, reason = self.availability()
         return {"name": self.name, "class": type(self).__name__, "description": self.description,
                 "inputs": [{"name": i.name, "type": i.type} for i in self.inputs],
-                "output": self.output, "backend": self.backend, "checkpoints": list(self.checkpoints),
+                "output": self.output, "backend": self.backend, "checkpoint": self.checkpoint,
                 "device": self.device, "loaded": self._ready, "available": ok, "reason": reason}

@@ -20,7 +20,8 @@ def tool_rows(registry: ToolRegistry) -> list[list[str]]:
         status = (("✅ loaded" if info["loaded"] else "✅ available") if info["available"]
                   else f"❌ {info['reason']}")
         rows.append([info["name"], info["class"], ", ".join(i["name"] for i in info["inputs"]), info["output"],
-                     info["backend"] or ", ".join(info["checkpoints"]), info["device"], status])
+                     info["backend"] + (f" · {info['checkpoint']}" if info["checkpoint"] else ""), info["device"],
+                     status])
     return rows
 
 
