@@ -9,7 +9,7 @@ from app import build_app
 from agent.pool import ControllerPool
 from conftest import free_port
 from scripted import ScriptedController, last_image
-from visual_tools import ToolRegistry
+from visual_tools import ToolRegistry, data_home
 
 
 def policy(prompt: str) -> str:
@@ -26,7 +26,7 @@ def app_url():
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool)
     port = free_port()
     demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                        allowed_paths=["/"])
+                        allowed_paths=[str(data_home() / "sessions")])  # as app.main() launches it
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 
