@@ -68,8 +68,9 @@ def render_event(messages: list[gr.ChatMessage], event: Event, store: ImageStore
             "title": f"🤔 Step {event.step + 1}: thinking…", "status": "pending", "id": f"draft-{event.step}"}))
     elif isinstance(event, ThoughtEvent):
         _drop_draft(messages, event.step)
-        messages.append(gr.ChatMessage(content=event.text, metadata={
-            "title": f"💭 Step {event.step + 1}: thought", "status": "done"}))
+        if event.text:
+            messages.append(gr.ChatMessage(content=event.text, metadata={
+                "title": f"💭 Step {event.step + 1}: thought", "status": "done"}))
     elif isinstance(event, ToolCallEvent):
         messages.append(gr.ChatMessage(content=f"**Action Input:** `{event.tool_input}`", metadata={
             "title": f"🛠️ {event.tool}", "status": "pending", "id": f"tool-{event.step}"}))

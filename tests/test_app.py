@@ -119,3 +119,15 @@ def test_tools_tab_lists_and_runs_a_tool(app_url, box_image):
     with pytest.raises(Exception, match="needs an image"):
         client.predict("Edge Detection On Image", None, "", api_name="/run_tool")
     assert "loaded" in client.predict(api_name="/tool_table")["data"][0][-1]
+
+
+def test_render_event_drops_drafts_and_empty_thoughts(store):
+    from agent.chat_ui import render_event
+    from agent.events import AnswerEvent, DraftEvent, ThoughtEvent
+    messages = []
+    render_event(messages, DraftEvent(0, "Thought: Do I"), store)
+    render_event(messages, DraftEvent(0, "Thought: Do I need"), store)
+    assert len(messages) == 1 and messages[0].metadata["status"] == "pending"
+    render_event(messages, ThoughtEvent(0, ""), store)
+    render_event(messages, AnswerEvent("hello"), store)
+    assert [m.content for m in messages] == ["hello"]
