@@ -27,15 +27,17 @@ class ChatSession:
         return name
 
     def send(self, agent: Agent, text: str) -> Iterator[Event]:
-        """Run one turn, then record it in the history (an error turn is recorded as such)."""
+        """Run one turn and record it in the history, even when it errs or is cut short."""
         answer = STOPPED
-        for event in agent.run(text, self.history, self.store):
-            if isinstance(event, AnswerEvent):
-                answer = event.text
-            elif isinstance(event, ErrorEvent):
-                answer = event.message
-            yield event
-        self.history.append(Turn(text, answer))
+        try:
+            for event in agent.run(text, self.history, self.store):
+                if isinstance(event, AnswerEvent):
+                    answer = event.text
+                elif isinstance(event, ErrorEvent):
+                    answer = event.message
+                yield event
+        finally:
+            self.history.append(Turn(text, answer))
 
     def undo(self) -> None:
         if self.history:

@@ -61,3 +61,15 @@ def test_sessions_do_not_see_each_other(box_image):
 def test_resolve_accepts_quoted_names(store):
     name = store.save_output(Image.fromarray(np.zeros((8, 8, 3), np.uint8)), "edge", None)
     assert store.resolve(f" '{name}' ") == store.resolve(name)
+
+
+def test_an_image_beyond_the_pixel_limit_is_refused(store, tmp_path, monkeypatch):
+    import visual_tools.image_store as image_store
+    path = tmp_path / "big.png"
+    Image.new("RGB", (2000, 2000)).save(path)
+    monkeypatch.setattr(image_store, "MAX_PIXELS", 1_000_000)
+    with pytest.raises(ImageInputError, match="image too large"):
+        store.save_upload(path)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000_000)  # Pillow's own bomb check says the same
+    with pytest.raises(ImageInputError, match="image too large"):
+        store.save_upload(path)

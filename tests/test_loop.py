@@ -121,3 +121,12 @@ def test_a_failing_tool_is_unloaded_and_reloads(box_image):
     assert observations[0].error and "CUDA out of memory" in observations[0].text
     assert not observations[1].error and observations[1].text == "ok"
     assert Flaky.loads == 2 and tool.model is not None
+
+
+def test_a_turn_cut_short_is_still_recorded(box_image):
+    session, registry = ChatSession(), ToolRegistry([Image2Canny()])
+    session.add_image(box_image, registry)
+    turn = session.send(Agent(ScriptedController(canny_then_answer()), registry), "edges")
+    next(turn)  # the UI stops listening after the first event
+    turn.close()
+    assert session.history[-1].human == "edges"

@@ -109,7 +109,9 @@ def _open_untrusted(path: Path) -> Image.Image:
             return image
     except ImageInputError:
         raise
+    except Image.DecompressionBombError:
+        raise ImageInputError(f"image too large: {path.name} (limit {MAX_PIXELS:,} pixels)") from None
     except FileNotFoundError:
         raise ImageInputError(f"no such file: {path.name}") from None
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise ImageInputError(f"not a readable image: {path.name} ({exc.__class__.__name__})") from None
