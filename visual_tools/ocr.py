@@ -1,7 +1,6 @@
 """Text Detection On Image: OCR with the PP-OCRv4 models that ship inside rapidocr-onnxruntime 1.4.x."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +15,8 @@ class TextDetection(Tool):
                    "The input to this tool should be a string, representing the image_path")
     inputs = (Input("image_path", "image_path"),)
     output = "text"
+    package = ("rapidocr_onnxruntime", "rapidocr-onnxruntime==1.4.4")
     backend = "RapidOCR (PP-OCRv4 detection + recognition, ONNX Runtime)"
-
-    def availability(self) -> tuple[bool, str]:
-        if importlib.util.find_spec("rapidocr_onnxruntime") is None:
-            return False, ("needs rapidocr-onnxruntime 1.4.x, whose wheel carries its models: "
-                           "pip install --no-deps rapidocr-onnxruntime==1.4.4 (`make install` does it)")
-        return True, ""
 
     def setup(self) -> None:
         from rapidocr_onnxruntime import RapidOCR

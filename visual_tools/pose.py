@@ -1,7 +1,6 @@
 """Pose Detection On Image: a human skeleton on black, from the MediaPipe Pose model in its wheel."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -18,13 +17,8 @@ class Image2Pose(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "human-pose"
+    package = ("mediapipe", "mediapipe==0.10.14")
     backend = "MediaPipe Pose, 33 landmarks (in place of GPT4Tools' OpenPose)"
-
-    def availability(self) -> tuple[bool, str]:
-        if importlib.util.find_spec("mediapipe") is None:
-            return False, ("needs mediapipe 0.10.14, whose wheel carries the pose model: "
-                           "pip install --no-deps mediapipe==0.10.14 (`make install` does it)")
-        return True, ""
 
     def setup(self) -> None:
         import mediapipe as mp
