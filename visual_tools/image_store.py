@@ -32,6 +32,16 @@ def _new_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
+def output_name(op: str, parent: str | None, new_id: str | None = None) -> str:
+    """Visual ChatGPT's provenance name `image/{new}_{op}_{parent}_{root}.png` (a plain new name without parent)."""
+    new_id = new_id or _new_id()
+    if parent is None:
+        return f"image/{new_id}.png"
+    stem = Path(parent).stem.split("_")
+    root = stem[3] if len(stem) == 4 else stem[0]
+    return f"image/{new_id}_{op}_{stem[0]}_{root}.png"
+
+
 class ImageStore:
     """The images of one chat session, named as the model sees them: `image/<8 hex>.png`.
 
@@ -62,12 +72,7 @@ class ImageStore:
 
     def save_output(self, image: Image.Image, op: str, parent: str | None) -> str:
         """Store a tool's output image, named after the image it came from."""
-        if parent is None:
-            name = f"image/{_new_id()}.png"
-        else:
-            stem = Path(parent).stem.split("_")
-            root = stem[3] if len(stem) == 4 else stem[0]
-            name = f"image/{_new_id()}_{op}_{stem[0]}_{root}.png"
+        name = output_name(op, parent)
         image.save(self.root / name, "PNG")
         return name
 

@@ -1,0 +1,119 @@
+"""Teachers that write instructions for an image: any controller LLM, or the offline template teacher.
+
+Every teacher answers GPT4Tools' generation prompt in its list format, one instruction per line:
+`N. instruction, [tool name, example.jpg, other arguments]`; the same parser reads them all.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from agent.controller import Controller, ControllerError, load_controller
+from visual_tools import Tool
+
+from . import templates
+from .templates import ARG_SLOTS, PHRASINGS, TEXT_SLOT
+
+EXAMPLE_IMAGE = "example.jpg"  # the prompt's stand-in for the image, replaced by the record's image name
+
+
+@dataclass
+class Annotation:
+    """What is known about an image's content: a caption, object boxes, text read from it."""
+    caption: str = ""
+    objects: dict[str, list[int]] = field(default_factory=dict)
+    text: str = ""
+
+    def describe(self) -> str:
+        boxes = "; ".join(f"{name} {box}" for name, box in self.objects.items())
+        return ". ".join(part for part in (self.caption, boxes and f"Objects: {boxes}",
+                                           self.text and f"Text in the image: {self.text}") if part)
+
+
+@dataclass
+class TeacherRequest:
+    prompt: str  # GPT4Tools' generation prompt, filled in
+    annotation: Annotation
+    tools: list[Tool]
+    n: int
+    seed: int
+
+
+class TeacherFailed(RuntimeError):
+    """The teacher gave no reply after its retries; the job is counted as failed and retried on a rerun."""
+
+
+class Teacher(Protocol):
+    name: str
+
+    def instruct(self, request: TeacherRequest) -> str: ...
+
+
+class LLMTeacher:
+    """A controller LLM as teacher: an OpenAI-compatible server (GPT-4-class, vLLM) or a local model.
+
+    HTTP retries with back-off on 429/5xx and time-outs are the openai client's (`retries`);
+    `rpm` spaces requests out so a run stays under a provider's rate limit.
+    """
+
+    def __init__(self, controller: Controller, rpm: float = 0.0, max_new_tokens: int = 1536,
+                 temperature: float = 0.7):
+        self.controller, self.name = controller, controller.name
+        self.interval = 60.0 / rpm if rpm > 0 else 0.0
+        self.max_new_tokens, self.temperature = max_new_tokens, temperature
+        self._next, self._lock = 0.0, threading.Lock()
+
+    def _wait_turn(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            wait, self._next = max(0.0, self._next - now), max(now, self._next) + self.interval
+        time.sleep(wait)
+
+    def instruct(self, request: TeacherRequest) -> str:
+        self._wait_turn()
+        try:
+            return self.controller.generate(request.prompt, max_new_tokens=self.max_new_tokens,
+                                            temperature=self.temperature)[0]
+        except ControllerError as exc:
+            raise TeacherFailed(str(exc)) from None
+
+
+class TemplateTeacher:
+    """Offline: composes varied instructions from per-tool phrasings and the image's annotation."""
+
+    name = "template"
+
+    def instruct(self, request: TeacherRequest) -> str:
+        rng = random.Random(request.seed)
+        objects = list(request.annotation.objects) or ["main object"]
+        tools = list(request.tools)
+        rng.shuffle(tools)
+        lines = []
+        for i in range(request.n):
+            tool = tools[i % len(tools)]
+            obj = rng.choice(objects)
+            style = rng.choice(templates.STYLES)
+            slots = {"object": obj, "new": rng.choice(templates.NEW_OBJECTS), "scene": rng.choice(templates.SCENES),
+                     "style": style, "style_lower": style[0].lower() + style[1:],
+                     "question": rng.choice(templates.QUESTIONS).format(object=obj),
+                     "box": str(request.annotation.objects.get(obj, [0, 0, 256, 256]))}
+            instruction = rng.choice(PHRASINGS[type(tool).__name__]).format(**slots)
+            args = [EXAMPLE_IMAGE if spec.type == "image_path"
+                    else slots[ARG_SLOTS.get(spec.name) or TEXT_SLOT.get(type(tool).__name__, "scene")]
+                    for spec in tool.inputs]
+            lines.append(f"{i + 1}. {instruction}, [{', '.join([tool.name, *args])}]")
+        return "\n".join(lines)
+
+
+def load_teacher(spec: str, rpm: float = 0.0, timeout: float = 120.0, retries: int = 3) -> Teacher:
+    """`template`, an `http(s)://…/v1[#model]` URL, `embedded`, or a transformers model id / folder."""
+    if spec == "template":
+        return TemplateTeacher()
+    if spec.startswith(("http://", "https://")):
+        from agent.openai_controller import OpenAIController
+        url, _, model = spec.partition("#")
+        return LLMTeacher(OpenAIController(url, model=model or None, timeout=timeout, max_retries=retries), rpm)
+    return LLMTeacher(load_controller(spec), rpm)
