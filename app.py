@@ -11,6 +11,8 @@ import gradio as gr  # noqa: E402
 from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
+from training.review_store import ReviewStore  # noqa: E402
+from training.ui import HOTKEYS, build_data_tab, build_review_tab  # noqa: E402
 from visual_tools import ToolRegistry, data_home  # noqa: E402
 from visual_tools.ui import build_tools_tab  # noqa: E402
 
@@ -30,11 +32,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="address to listen on (0.0.0.0 for a LAN; Spaces set GRADIO_SERVER_NAME)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
     parser.add_argument("--share", action="store_true", help="open a public gradio.live link")
+    parser.add_argument("--auth", default=None,
+                        help='"user:pass[,user2:pass2]": ask for a login; reviewers are named by it')
     return parser.parse_args(argv)
 
 
-def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: int = 5) -> gr.Blocks:
+def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: int = 5,
+              review_store: ReviewStore | None = None) -> gr.Blocks:
     """The whole app; each package builds its own tab."""
+    review_store = review_store or ReviewStore.default()
     with gr.Blocks(title="Toolsmith") as demo:
         gr.Markdown("# 🛠️ Toolsmith\nA controller LLM that answers with GPT4Tools' "
                     "*Thought / Action / Observation* format and calls visual tools.")
@@ -42,11 +48,29 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
             build_chat_tab(ChatServices(registry, controllers, max_steps))
         with gr.Tab("Tools"):
             build_tools_tab(registry)
+        with gr.Tab("Data"):
+            build_data_tab(review_store, registry)
+        with gr.Tab("Review") as review_tab:
+            review = build_review_tab(review_store, registry)
+        refresh, inputs, outputs = review["refresh"]
+        review_tab.select(refresh, inputs, outputs)
+        demo.load(refresh, inputs, outputs, api_name="review_refresh")
+        demo.load(*review["on_load"])
     return demo
+
+
+def parse_auth(spec: str | None) -> list[tuple[str, str]] | None:
+    if not spec:
+        return None
+    pairs = [tuple(item.split(":", 1)) for item in spec.split(",") if item.strip()]
+    if any(len(pair) != 2 or not all(pair) for pair in pairs):
+        raise SystemExit('error: --auth must look like "user:pass[,user2:pass2]"')
+    return pairs
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    auth = parse_auth(args.auth)
     try:
         registry = ToolRegistry.from_load(args.load)
     except ValueError as exc:
@@ -60,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_app(registry, pool, args.max_steps)
     demo.queue(default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share,
-        allowed_paths=[str(data_home() / "sessions")], theme=gr.themes.Soft())
+        allowed_paths=[str(data_home() / "sessions")], theme=gr.themes.Soft(), head=HOTKEYS, auth=auth)
 
 
 if __name__ == "__main__":

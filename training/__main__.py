@@ -52,10 +52,11 @@ def cmd_import(args: argparse.Namespace) -> None:
     from .records import save_jsonl
     from .render import from_gpt4tools
     samples = json.loads(Path(args.file).read_text())
+    tools = _registry(None).tools
     records, bad = [], 0
     for number, sample in enumerate(samples):
         try:
-            records.append(from_gpt4tools(sample, source=args.source))
+            records.append(from_gpt4tools(sample, source=args.source, tools=tools))
         except ValueError as exc:
             bad += 1
             print(f"warning: sample {number}: {exc}", file=sys.stderr)

@@ -144,7 +144,7 @@ def list_images(folder: Path, report: GenerationReport) -> list[Path]:
 def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Path, *, n: int,
              per_call: int = 20, offer: int = 0, seed: int = 0,
              on_progress: Callable[[int, int], None] | None = None) -> GenerationReport:
-    """Ask `teacher` about every image until about `n` instructions exist; append raw records to `raw_out`.
+    """Ask `teacher` for about `n` instructions, spread evenly over the images; append raw records to `raw_out`.
 
     Resumable: jobs (image x round) already in `raw_out` are skipped; failed jobs run again next time.
     `offer` > 0 offers that many tools per prompt (the gold ones plus random others), else all of them.
@@ -157,7 +157,8 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
     done = {json.loads(line)["source"]["job"] for line in raw_out.read_text().splitlines() if line.strip()} \
         if raw_out.is_file() else set()
     known = load_annotations(Path(images))
-    rounds = math.ceil(n / (per_call * len(paths)))
+    per_image = math.ceil(n / len(paths))
+    rounds = math.ceil(per_image / per_call)
     jobs = [(r, path) for r in range(rounds) for path in paths]
     report.jobs = len(jobs)
     raw_out.parent.mkdir(parents=True, exist_ok=True)
@@ -169,8 +170,9 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
                 report.jobs_done_before += 1
             else:
                 annotation = annotations.setdefault(path, annotate(path, known, registry))
-                request = TeacherRequest(generation_prompt(annotation, tools, per_call), annotation, tools,
-                                         per_call, seed=int(record_id(str(seed), job), 16))
+                want = min(per_call, per_image - round_ * per_call)
+                request = TeacherRequest(generation_prompt(annotation, tools, want), annotation, tools, want,
+                                         seed=int(record_id(str(seed), job), 16))
                 try:
                     reply = teacher.instruct(request)
                 except TeacherFailed as exc:

@@ -12,6 +12,8 @@ from typing import Literal
 import datasets
 from pydantic import BaseModel, Field, ValidationError
 
+datasets.disable_progress_bars()  # JSONL writes are quick; their bars would bury the generation progress
+
 Kind = Literal["positive", "negative", "context"]
 Status = Literal["pending", "accepted", "rejected"]
 YES = "Do I need to use a tool? Yes"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 from dataclasses import dataclass
 
 from agent.parsing import Final, Step, parse_step
@@ -58,8 +59,16 @@ def render_trace(record: Record) -> str:
     return text + (render_final(record.answer) if record.answer is not None else "")
 
 
-def parse_trace(text: str) -> tuple[list[GoldStep], str | None]:
-    """Read back a trace written like `render_trace`; raises ValueError with what is wrong."""
+def split_args(tool_input: str, tool: str, tools: Mapping[str, Any] | None = None) -> list[str]:
+    """GPT4Tools' comma-separated Action Input as positional args; a known tool's last input keeps its commas."""
+    inputs = getattr((tools or {}).get(tool), "inputs", None)
+    return [a.strip() for a in tool_input.split(",", len(inputs) - 1 if inputs else -1)]
+
+
+def parse_trace(text: str, tools: Mapping[str, Any] | None = None) -> tuple[list[GoldStep], str | None]:
+    """Read back a trace written like `render_trace`; raises ValueError with what is wrong.
+
+    With `tools` (name -> tool), arguments are split into exactly the tool's inputs."""
     steps: list[GoldStep] = []
     chunks = re.split(r"\n\s*Observation:[ \t]*", "\n" + text.strip())
     for i, chunk in enumerate(chunks):
@@ -75,7 +84,7 @@ def parse_trace(text: str) -> tuple[list[GoldStep], str | None]:
             if i == len(chunks) - 1:
                 raise ValueError(f"step {len(steps) + 1} ('{parsed.tool}') has no 'Observation:' line")
             steps.append(GoldStep(thought=parsed.thought, tool=parsed.tool,
-                                  args=[a.strip() for a in parsed.tool_input.split(",")]))
+                                  args=split_args(parsed.tool_input, parsed.tool, tools)))
         elif isinstance(parsed, Final):
             if i != len(chunks) - 1:
                 raise ValueError("the final answer must come last")
@@ -92,14 +101,15 @@ _IMAGE_TURN = re.compile(r"Provide an image named (\S+)\.\s*(?:Description: |The
 _TURN = re.compile(rf"\nHuman: (.*?)\n{AI_PREFIX}: (.*?)(?=\nHuman: |\s*$)", re.S)
 
 
-def from_gpt4tools(sample: Mapping[str, str], source: str = "gpt4tools") -> Record:
+def from_gpt4tools(sample: Mapping[str, str], source: str = "gpt4tools",
+                   tools: Mapping[str, Any] | None = None) -> Record:
     """One GPT4Tools sample as a record; raises ValueError when it is not in that format."""
     prompt, output = sample.get("instruction", ""), sample.get("output", "")
     head, sep, trace = prompt.partition("Let's think step by step.\n")
     if not sep or "New input:" not in head or "Previous conversation:" not in head:
         raise ValueError("not a GPT4Tools prompt (no 'Previous conversation:' / 'New input:' / "
                          "'Let's think step by step.')")
-    tools = _TOOL_LINE.findall(head.split("To use a tool", 1)[0])
+    offered = _TOOL_LINE.findall(head.split("To use a tool", 1)[0])
     history_text = head.split("Previous conversation:", 1)[1].split("New input:", 1)[0]
     instruction = head.split("New input:", 1)[1].split("\nGPT4Tools needs to use tools", 1)[0].strip()
     image_name, caption, history = None, "", []
@@ -109,10 +119,10 @@ def from_gpt4tools(sample: Mapping[str, str], source: str = "gpt4tools") -> Reco
             image_name, caption = found.group(1), found.group(2).strip()
         else:
             history.append((human.strip(), ai.strip()))
-    given = parse_trace(trace)[0] if trace.strip() else []
-    following, answer = parse_trace(output)
+    given = parse_trace(trace, tools)[0] if trace.strip() else []
+    following, answer = parse_trace(output, tools)
     kind = "context" if given else ("negative" if not following else "positive")
-    return Record(id=record_id(source, prompt, output), image_name=image_name, caption=caption, tools=tools,
+    return Record(id=record_id(source, prompt, output), image_name=image_name, caption=caption, tools=offered,
                   history=history, instruction=instruction, steps=given + following, answer=answer,
                   given_steps=len(given), kind=kind, source=Source(teacher=source, prompt_version="gpt4tools"))
 

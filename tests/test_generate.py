@@ -1,0 +1,243 @@
+"""Self-instruct generation: teachers, reply parsing, resumable runs, filtering and augmentation."""
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+
+from conftest import free_port
+from training.augment import augment, split_by_tool
+from training.filters import filter_records
+from training.generate import build_dataset, generate, generation_prompt, parse_reply
+from training.records import GoldStep, load_jsonl
+from training.teachers import Annotation, LLMTeacher, TeacherFailed, TeacherRequest, TemplateTeacher, load_teacher
+from visual_tools import TOOL_CLASSES, ToolRegistry
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+REGISTRY = ToolRegistry.from_load("Image2Canny_cpu,CropImage_cpu,VisualQuestionAnswering_cpu,CannyText2Image_cpu,"
+                                  "ReplaceSomething_cpu,Text2Image_cpu")
+
+
+@pytest.fixture
+def images(tmp_path) -> Path:
+    """Two photos with their annotations, plus files that are not images."""
+    folder = tmp_path / "images"
+    folder.mkdir()
+    for name in ("chelsea.png", "coffee.png", "annotations.json"):
+        shutil.copy(ASSETS / name, folder / name)
+    (folder / "notes.txt").write_text("not an image")
+    (folder / "broken.png").write_bytes(b"\x89PNG but not really")
+    return folder
+
+
+def test_every_tool_has_template_phrasings_and_the_prompt_lists_the_registry():
+    from training.templates import PHRASINGS
+    assert set(PHRASINGS) == set(TOOL_CLASSES)
+    prompt = generation_prompt(Annotation("a cat", {"cat": [1, 2, 3, 4]}), REGISTRY.all(), 12)
+    assert 'Image caption: "a cat. Objects: cat [1, 2, 3, 4]"' in prompt
+    assert f"Below are {len(REGISTRY.tools)} visual tools" in prompt and "generate 12 visual instructions" in prompt
+    for i, tool in enumerate(REGISTRY.all(), 1):
+        assert f"{i}. {tool.name}: {tool.description}" in prompt
+
+
+def test_reply_parsing_counts_lines_not_in_the_format():
+    reply = """1. Crop the cat's face, [Crop Image, example.jpg, [90, 10, 330, 260]]
+2. What colour is the cup?, [Answer Question About The Image, example.jpg, What colour is the cup?]
+3. Replace the cup with a teapot, [Replace Something From The Photo, example.jpg, cup, a red, shiny teapot]
+4. Paint me a picture of the sea
+5. Do magic, [Make Magic Happen, example.jpg]
+6. Find edges, [Edge Detection On Image]"""
+    candidates, bad = parse_reply(reply, REGISTRY)
+    assert bad == 3
+    assert [(c.tool.name, c.args) for c in candidates] == [
+        ("Crop Image", ["example.jpg", "[90, 10, 330, 260]"]),
+        ("Answer Question About The Image", ["example.jpg", "What colour is the cup?"]),
+        ("Replace Something From The Photo", ["example.jpg", "cup", "a red, shiny teapot"])]
+    assert candidates[0].instruction == "Crop the cat's face"
+
+
+class CountingTeacher(TemplateTeacher):
+    def __init__(self):
+        self.calls = 0
+
+    def instruct(self, request: TeacherRequest) -> str:
+        self.calls += 1
+        return super().instruct(request)
+
+
+def test_template_generation_is_valid_varied_and_resumable(images, tmp_path):
+    teacher = CountingTeacher()
+    raw = tmp_path / "raw.jsonl"
+    report = generate(images, teacher, REGISTRY, raw, n=24, per_call=12)
+    assert report.images == 2 and sorted(s.split(":")[0] for s in report.skipped_files) == ["broken.png",
+                                                                                          "notes.txt"]
+    assert teacher.calls == 2 and report.records == 24 and report.lines_unparsed == 0
+    records = load_jsonl(raw).records
+    kept, dropped = filter_records(records, REGISTRY)
+    assert len(kept) >= 20, dropped  # the template phrasings are varied enough to survive ROUGE-L
+    assert {t for r in records for t in r.used_tools()} == set(REGISTRY.tools)
+    controlnet = next(r for r in records if "Generate Image Condition On Canny Image" in r.used_tools())
+    first, second = controlnet.steps  # GPT4Tools' chain: the condition map first, then the ControlNet
+    assert first.tool == "Edge Detection On Image" and second.args[0] == first.observation
+    assert first.observation.endswith(f"_edge_{controlnet.image_name[6:14]}_{controlnet.image_name[6:14]}.png")
+    crop = next(r for r in records if r.used_tools() == ["Crop Image"])
+    assert crop.steps[0].args[1].startswith("[") and crop.caption  # the box and caption from annotations.json
+    # a rerun finds every job done and asks the teacher nothing
+    again = generate(images, teacher, REGISTRY, raw, n=24, per_call=12)
+    assert teacher.calls == 2 and again.jobs_done_before == 2 and again.records == 0
+
+
+def test_filters_name_what_they_drop(images, tmp_path):
+    generate(images, TemplateTeacher(), REGISTRY, tmp_path / "raw.jsonl", n=8, per_call=4)
+    good = load_jsonl(tmp_path / "raw.jsonl").records[0]
+    image = good.image_name
+    bad = {
+        "unknown tool": good.model_copy(update={"steps": [GoldStep(tool="Magic", args=[image])]}),
+        "arguments": good.model_copy(update={"steps": [GoldStep(tool="Edge Detection On Image",
+                                                                args=[image, "extra"])]}),
+        "tool not offered": good.model_copy(update={"tools": ["Crop Image"], "steps": [
+            GoldStep(tool="Edge Detection On Image", args=[image])]}),
+        "missing image": good.model_copy(update={"image": str(images / "gone.png")}),
+    }
+    bad_path = good.model_copy(update={"id": "p", "steps": [GoldStep(tool="Edge Detection On Image",
+                                                                     args=["image/ffffffff.png"])]})
+    duplicate = good.model_copy(update={"id": "dup", "instruction": good.instruction + " please"})
+    kept, dropped = filter_records([good, *bad.values(), bad_path, duplicate], REGISTRY)
+    assert kept == [good]
+    assert dropped == {"unknown tool": 1, "arguments": 2, "tool not offered": 1, "missing image": 1,
+                       "near duplicate": 1}
+
+
+def test_augmentations_and_split_by_tool(images, tmp_path):
+    generate(images, TemplateTeacher(), REGISTRY, tmp_path / "raw.jsonl", n=40, per_call=20)
+    kept, _ = filter_records(load_jsonl(tmp_path / "raw.jsonl").records, REGISTRY)
+    out = augment(kept, negative=0.2, context=0.2, multi=0.2, seed=1)
+    negatives = [r for r in out if r.kind == "negative"]
+    contexts = [r for r in out if r.kind == "context"]
+    multi = [r for r in out if r.history]
+    assert negatives and all(not r.steps and r.answer for r in negatives)
+    assert contexts and all(1 <= r.given_steps <= len(r.steps) for r in contexts)
+    assert multi and all(r.history and all(a for _, a in r.history) for r in multi)
+    assert filter_records(out, REGISTRY)[1].get("arguments", 0) == 0  # augmentations stay valid
+    unseen = ["Crop Image"]
+    split = split_by_tool(out, unseen, test_fraction=0.2, seed=0)
+    assert split["test_unseen"] and all("Crop Image" in r.used_tools() for r in split["test_unseen"])
+    assert all("Crop Image" not in r.tools and "Crop Image" not in r.used_tools() for r in split["train"])
+    assert sum(map(len, split.values())) == len(out)
+
+
+def test_build_dataset_report(images, tmp_path):
+    report = build_dataset(images, TemplateTeacher(), REGISTRY, tmp_path / "data.jsonl", n=24, per_call=12)
+    table = report.markdown()
+    assert "| raw records | 24 |" in table and "| files skipped (not images) | 2 |" in table
+    written = load_jsonl(tmp_path / "data.jsonl").records
+    assert len(written) == sum(report.augmented.values()) and report.kept <= 24
+
+
+# --- the HTTP teacher against a real server that fails the way providers do -----------------------------
+@pytest.fixture(scope="module")
+def flaky_server():
+    import uvicorn
+    app, state = FastAPI(), {"calls": 0, "mode": "ok"}
+
+    @app.post("/v1/chat/completions")
+    def chat(body: dict):
+        state["calls"] += 1
+        mode = state["mode"]
+        if mode == "429":
+            return JSONResponse({"error": {"message": "slow down"}}, 429, headers={"retry-after": "0"})
+        if mode == "500-then-ok" and state["calls"] % 3:
+            return JSONResponse({"error": {"message": "boom"}}, 500, headers={"retry-after": "0"})
+        if mode == "hang":
+            time.sleep(3)
+        reply = "1. Find the edges of the cup, [Edge Detection On Image, example.jpg]"
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": "teacher",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                             "finish_reason": "stop"}]}
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/v1#teacher", state
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_http_teacher_retries_then_fails_and_the_run_continues(flaky_server, images, tmp_path):
+    url, state = flaky_server
+    state.update(calls=0, mode="500-then-ok")
+    teacher = load_teacher(url, retries=2, timeout=1.0)
+    report = generate(images, teacher, REGISTRY, tmp_path / "a.jsonl", n=2, per_call=1)
+    assert state["calls"] == 6 and report.records == 2 and not report.jobs_failed  # each job: 500, 500, ok
+    state.update(calls=0, mode="429")
+    report = generate(images, teacher, REGISTRY, tmp_path / "b.jsonl", n=2, per_call=1)
+    assert state["calls"] == 6 and len(report.jobs_failed) == 2 and report.records == 0
+    assert "429" in report.jobs_failed[0] or "slow down" in report.jobs_failed[0]
+    state.update(calls=0, mode="hang")
+    report = generate(images, load_teacher(url, retries=0, timeout=0.5), REGISTRY, tmp_path / "c.jsonl",
+                      n=2, per_call=1)
+    assert len(report.jobs_failed) == 2 and report.records == 0
+    state.update(calls=0, mode="ok")  # the failed jobs run again on the rerun
+    assert generate(images, teacher, REGISTRY, tmp_path / "c.jsonl", n=2, per_call=1).records == 2
+
+
+def test_rate_limit_spaces_requests(flaky_server):
+    url, state = flaky_server
+    state.update(calls=0, mode="ok")
+    teacher = load_teacher(url, rpm=300)  # one request every 0.2 s
+    assert isinstance(teacher, LLMTeacher)
+    request = TeacherRequest("prompt", Annotation(), REGISTRY.all(), 1, 0)
+    started = time.monotonic()
+    for _ in range(3):
+        teacher.instruct(request)
+    assert time.monotonic() - started >= 0.4 and state["calls"] == 3
+
+
+def test_local_teacher_with_a_tiny_model(tiny_llama):
+    teacher = load_teacher(str(tiny_llama))
+    teacher.max_new_tokens = 8
+    reply = teacher.instruct(TeacherRequest("Write instructions.", Annotation(), REGISTRY.all(), 1, 0))
+    assert isinstance(reply, str)  # a random model writes noise; parse_reply counts it, nothing crashes
+    assert parse_reply(reply, REGISTRY)[0] == []
+    with pytest.raises(TeacherFailed):
+        LLMTeacher(_Broken()).instruct(TeacherRequest("x", Annotation(), [], 1, 0))
+
+
+class _Broken:
+    name = "broken"
+
+    def generate(self, *args, **kwargs):
+        from agent.controller import ControllerError
+        raise ControllerError("the model is gone")
+
+
+def test_cli_generate_review_and_split(images, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "TOOLSMITH_HOME": str(tmp_path / "home")}
+    out = tmp_path / "gen.jsonl"
+    done = subprocess.run([sys.executable, "-m", "training", "generate", "--images", str(images), "--n", "16",
+                           "--per-call", "8", "--tools", "Image2Canny_cpu,CropImage_cpu", "--offer", "2",
+                           "--out", str(out), "--review"], capture_output=True, text=True, cwd=root, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "| raw records | 16 |" in done.stdout and "new records in the review store" in done.stdout
+    assert "notes.txt" in done.stderr  # the skipped files are listed
+    records = load_jsonl(out).records
+    assert all(len(r.tools) == 2 for r in records)
+    split = subprocess.run([sys.executable, "-m", "training", "split", "--data", str(out), "--unseen", "Crop Image",
+                            "--out", str(tmp_path / "split")], capture_output=True, text=True, cwd=root, env=env)
+    assert split.returncode == 0, split.stderr
+    train = [json.loads(line) for line in (tmp_path / "split" / "train.jsonl").read_text().splitlines()]
+    assert train and all("Crop Image" not in r["tools"] for r in train)
+    bad = subprocess.run([sys.executable, "-m", "training", "generate", "--images", str(tmp_path / "nowhere"),
+                          "--out", str(out)], capture_output=True, text=True, cwd=root, env=env)
+    assert bad.returncode != 0 and "no such folder" in bad.stderr

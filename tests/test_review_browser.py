@@ -1,0 +1,81 @@
+"""The Review tab in a real browser (Debian's chromium through Playwright): decisions by keyboard."""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agent.pool import ControllerPool
+from app import build_app
+from conftest import free_port
+from scripted import ScriptedController
+from training.records import GoldStep, Record, Source
+from training.review_store import ReviewStore
+from training.ui import HOTKEYS
+from visual_tools import ToolRegistry
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt install chromium)")
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+
+@pytest.fixture
+def page(tmp_path):
+    from playwright.sync_api import sync_playwright
+    store = ReviewStore(tmp_path / "review.sqlite")
+    store.add([Record(id=f"r{i}", image=str(ASSETS / "chelsea.png"), image_name="image/0000000a.png",
+                      tools=["Edge Detection On Image"], instruction=f"Find the edges, take {i}",
+                      steps=[GoldStep(tool="Edge Detection On Image", args=["image/0000000a.png"],
+                                      observation="image/0000000b_edge_0000000a_0000000a.png")],
+                      answer="Here: image/0000000b_edge_0000000a_0000000a.png", source=Source(teacher="template"))
+               for i in range(4)])
+    pool = ControllerPool(default=("scripted", None))
+    pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hi"]))
+    demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=store)
+    port = free_port()
+    demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
+                        head=HOTKEYS)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(  # a fresh profile folder
+            str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page()
+        page.goto(f"http://127.0.0.1:{port}/")
+        try:
+            yield page, store
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"))
+            raise
+        finally:
+            browser.close()
+            demo.close()
+
+
+def test_review_with_the_keyboard(page):
+    page, store = page
+    page.get_by_role("tab", name="Review").click()
+    page.get_by_label("Reviewer").fill("ann")
+    instruction = page.locator("#review-instruction textarea")
+    instruction.wait_for()
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 0')")
+    page.locator("body").click(position={"x": 5, "y": 5})  # focus outside the text boxes
+    page.keyboard.press("a")  # accept
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 1')")
+    page.keyboard.press("Space")  # skip
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 2')")
+    page.keyboard.press("e")  # edit the instruction, save with ctrl+s
+    instruction.fill("Detect the edges of the cat")
+    page.keyboard.press("Control+s")
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 3')")
+    page.locator("#review-reason textarea, #review-reason input").first.fill("too easy")
+    page.keyboard.press("Enter")  # Enter in the reason box rejects
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 1')")
+    statuses = {r.id: (r.status, r.reviewer, r.instruction) for r in store.records()}
+    assert statuses["r0"][:2] == ("accepted", "ann")
+    assert statuses["r1"][0] == "pending"
+    assert statuses["r2"] == ("accepted", "ann", "Detect the edges of the cat")
+    assert statuses["r3"][:2] == ("rejected", "ann")
+    page.locator("body").click(position={"x": 5, "y": 5})
+    page.keyboard.press("u")  # undo the rejection
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 3')")
+    assert store.get("r3").record.status == "pending"
