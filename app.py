@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -12,7 +14,8 @@ from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
 from training.review_store import ReviewStore  # noqa: E402
-from training.ui import HOTKEYS, build_data_tab, build_review_tab  # noqa: E402
+from training.ui import (HOTKEYS, build_data_tab, build_evaluate_tab, build_review_tab,  # noqa: E402
+                         build_train_tab)
 from visual_tools import ToolRegistry, data_home  # noqa: E402
 from visual_tools.ui import build_tools_tab  # noqa: E402
 
@@ -44,19 +47,39 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
     with gr.Blocks(title="Toolsmith") as demo:
         gr.Markdown("# 🛠️ Toolsmith\nA controller LLM that answers with GPT4Tools' "
                     "*Thought / Action / Observation* format and calls visual tools.")
-        with gr.Tab("Chat"):
-            build_chat_tab(ChatServices(registry, controllers, max_steps))
-        with gr.Tab("Tools"):
-            build_tools_tab(registry)
-        with gr.Tab("Data"):
-            build_data_tab(review_store, registry)
-        with gr.Tab("Review") as review_tab:
-            review = build_review_tab(review_store, registry)
+        with gr.Tabs() as tabs:
+            with gr.Tab("Chat", id="chat"):
+                chat = build_chat_tab(ChatServices(registry, controllers, max_steps))
+            with gr.Tab("Tools"):
+                build_tools_tab(registry)
+            with gr.Tab("Data"):
+                build_data_tab(review_store, registry)
+            with gr.Tab("Review") as review_tab:
+                review = build_review_tab(review_store, registry)
+            with gr.Tab("Train"):
+                train = build_train_tab()
+            with gr.Tab("Evaluate"):
+                build_evaluate_tab(controllers, registry)
+        _wire_load_in_chat(train, chat, tabs)
+        demo.load(*train["on_load"])
         refresh, inputs, outputs = review["refresh"]
         review_tab.select(refresh, inputs, outputs)
         demo.load(refresh, inputs, outputs, api_name="review_refresh")
         demo.load(*review["on_load"])
     return demo
+
+
+def _wire_load_in_chat(train: dict, chat: dict, tabs: gr.Tabs) -> None:
+    """The Train tab's "Load in Chat": the Chat tab's controller picker takes the run's base and adapter."""
+    load, inputs, outputs = chat["load"]
+
+    def pick(adapter: str):
+        meta = json.loads((Path(adapter) / "toolsmith.json").read_text())
+        base = meta["config"]["base"]
+        return ("embedded", "", adapter) if base == "embedded" else ("transformers", base, adapter)
+
+    train["load_in_chat"].click(pick, train["adapter"], [chat["backend"], chat["location"], chat["adapter"]]).then(
+        load, inputs, outputs).then(lambda: gr.Tabs(selected="chat"), None, tabs)
 
 
 def parse_auth(spec: str | None) -> list[tuple[str, str]] | None:

@@ -190,4 +190,6 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
     clear.click(clear_all, state, [chatbot, state], api_name="clear")
     load.click(load_controller, [backend, location, adapter, state], [status, state], api_name="load_controller",
                concurrency_id="controller")
-    return {"chatbot": chatbot, "box": box, "state": state, "status": status, "tools": tools}
+    return {"chatbot": chatbot, "box": box, "state": state, "status": status, "tools": tools,
+            "backend": backend, "location": location, "adapter": adapter,
+            "load": (load_controller, [backend, location, adapter, state], [status, state])}

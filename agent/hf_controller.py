@@ -1,8 +1,10 @@
 """A transformers causal LM as the controller, with a reused KV cache for the shared prompt prefix."""
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Literal
 
 import torch
@@ -20,6 +22,45 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
             break
         n += 1
     return n
+
+
+def fingerprint(config) -> dict:
+    """What must match between a base model and an adapter trained on it."""
+    return {key: getattr(config, key, None) for key in ("model_type", "hidden_size", "num_hidden_layers",
+                                                         "num_attention_heads", "vocab_size")}
+
+
+def check_adapter_base(adapter: str, model_id: str, config) -> None:
+    """Refuse an adapter trained on another base (its `toolsmith.json` records the base it was trained on)."""
+    meta_path = Path(adapter) / "toolsmith.json"
+    if not meta_path.is_file():
+        return  # an adapter from elsewhere: peft checks the tensor shapes
+    meta = json.loads(meta_path.read_text())
+    if meta.get("base_fingerprint") and meta["base_fingerprint"] != fingerprint(config):
+        raise ControllerError(f"adapter '{adapter}' was trained on {meta.get('base')}, not on {model_id}: "
+                              "load it with the base model it was trained on")
+
+
+def resolve_chat_format(tokenizer, chat_format: ChatFormat) -> ChatFormat:
+    return ("chat" if tokenizer.chat_template else "raw") if chat_format == "auto" else chat_format
+
+
+def format_prompt(tokenizer, prompt: str, chat_format: ChatFormat) -> str:
+    """The text the model reads for a GPT4Tools prompt; training renders its examples with this too."""
+    chat_format = resolve_chat_format(tokenizer, chat_format)
+    if chat_format == "vicuna":
+        return f"USER: \n{prompt}ASSISTANT:"
+    if chat_format == "chat":
+        return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                             add_generation_prompt=True)
+    return prompt
+
+
+def encode_prompt(tokenizer, prompt: str, chat_format: ChatFormat) -> list[int]:
+    """Token ids of the formatted prompt (a chat template brings its own special tokens)."""
+    chat_format = resolve_chat_format(tokenizer, chat_format)
+    return tokenizer(format_prompt(tokenizer, prompt, chat_format),
+                     add_special_tokens=chat_format != "chat")["input_ids"]
 
 
 class TransformersController:
@@ -40,9 +81,7 @@ class TransformersController:
         self.tokenizer = tokenizer
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
-        if chat_format == "auto":
-            chat_format = "chat" if tokenizer.chat_template else "raw"
-        self.chat_format = chat_format
+        self.chat_format = resolve_chat_format(tokenizer, chat_format)
         self.name = name or model.config.name_or_path
         self.prefix_cache = prefix_cache
         self.reused_tokens = self.prompt_tokens = 0  # prefix-cache statistics
@@ -73,10 +112,13 @@ class TransformersController:
             raise ControllerError(f"cannot load controller '{model_id}': {exc}") from None
         if adapter:
             from peft import PeftModel
+            check_adapter_base(adapter, model_id, model.config)
             try:
                 model = PeftModel.from_pretrained(model, adapter)
             except (OSError, ValueError) as exc:
                 raise ControllerError(f"cannot load adapter '{adapter}': {exc}") from None
+            except RuntimeError as exc:  # tensor shapes differ: another base model
+                raise ControllerError(f"adapter '{adapter}' does not fit {model_id} ({str(exc)[:200]})") from None
             if quantization is None:
                 model = model.merge_and_unload()  # as GPT4Tools does: plain weights, full speed
         label = name or (model_id + (f" + {adapter}" if adapter else ""))
@@ -84,12 +126,10 @@ class TransformersController:
 
     # --- text <-> tokens -----------------------------------------------------------------------
     def format_prompt(self, prompt: str) -> str:
-        if self.chat_format == "vicuna":
-            return f"USER: \n{prompt}ASSISTANT:"
-        if self.chat_format == "chat":
-            return self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
-        return prompt
+        return format_prompt(self.tokenizer, prompt, self.chat_format)
+
+    def encode_prompt(self, prompt: str) -> list[int]:
+        return encode_prompt(self.tokenizer, prompt, self.chat_format)
 
     def _encode(self, text: str, special: bool = True) -> list[int]:
         return self.tokenizer(text, add_special_tokens=special)["input_ids"]
@@ -135,13 +175,13 @@ class TransformersController:
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
                  temperature: float = 0.0, n: int = 1) -> list[str]:
-        ids = self._encode(self.format_prompt(prompt), special=self.chat_format != "chat")
+        ids = self.encode_prompt(prompt)
         outs = self._generate_ids(ids, stop=stop, max_new_tokens=max_new_tokens, temperature=temperature, n=n)
         return [truncate_at(self._decode(out), stop) for out in outs]
 
     def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
                temperature: float = 0.0) -> Iterator[str]:
-        ids = self._encode(self.format_prompt(prompt), special=self.chat_format != "chat")
+        ids = self.encode_prompt(prompt)
         streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
         failure: list[BaseException] = []
 

@@ -1,4 +1,4 @@
-"""`python -m training generate|import|export|split|review`: the data pipeline from the shell."""
+"""`python -m training generate|import|export|split|review|train`: data and training from the shell."""
 from __future__ import annotations
 
 import argparse
@@ -101,6 +101,50 @@ def cmd_review(args: argparse.Namespace) -> None:
         print(json.dumps(store.counts(), indent=1))
 
 
+def cmd_train(args: argparse.Namespace) -> None:
+    from .sft import TrainConfig, TrainingError, train
+    config = TrainConfig(data=args.data, out=args.out, base=args.base, epochs=args.epochs, learning_rate=args.lr,
+                         lora_r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
+                         cutoff=args.cutoff, batch_size=args.batch_size, grad_accum=args.grad_accum,
+                         max_steps=args.max_steps, save_steps=args.save_steps, seed=args.seed,
+                         chat_format=args.chat_format, sampling=args.sampling, load_in_8bit=args.load_in_8bit,
+                         load_in_4bit=args.load_in_4bit, resume=args.resume)
+    try:
+        adapter = train(config)
+    except TrainingError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    print(f"adapter saved to {adapter}")
+
+
+def cmd_evaluate(args: argparse.Namespace) -> None:
+    from agent.controller import ControllerError, load_controller
+    from .evaluate import evaluate, load_cases, markdown, summary, write_report
+    tools = _registry(None).tools
+    try:
+        cases, problems = load_cases(args.data, tools)
+    except FileNotFoundError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    for problem in problems:
+        print(f"warning: {args.data}: {problem}", file=sys.stderr)
+    cases = cases[:args.limit] if args.limit else cases
+    if not cases:
+        raise SystemExit(f"error: no cases in {args.data}")
+    try:
+        controller = load_controller(args.controller, adapter=args.adapter)
+    except ControllerError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    unseen = [name.strip() for name in (args.unseen or "").split(";") if name.strip()]
+    predictions = evaluate(controller, cases, tools, unseen=unseen, strict_images=args.strict_images,
+                           max_steps=args.max_steps)
+    rows = summary(predictions)
+    paths = write_report(predictions, Path(args.out)) if args.out else {}
+    if args.json:
+        print(json.dumps({"controller": controller.name, "rows": rows,
+                          "files": {k: str(v) for k, v in paths.items()}}, indent=1))
+    else:
+        print(f"{controller.name} on {args.data}\n{markdown(rows)}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -149,6 +193,41 @@ def main(argv: list[str] | None = None) -> None:
     review.add_argument("--out", help="export: the JSONL to write")
     review.add_argument("--db", default=None, help="the store (default: $TOOLSMITH_HOME/review.sqlite)")
     review.set_defaults(func=cmd_review)
+
+    tr = sub.add_parser("train", help="LoRA fine-tuning of the controller (GPT4Tools' defaults)")
+    tr.add_argument("--data", required=True, help="records JSONL, or review:accepted for the review store's")
+    tr.add_argument("--base", default="embedded", help="'embedded' (SmolLM2-135M), a hub id or a folder")
+    tr.add_argument("--out", required=True, help="the run folder (checkpoints, trainer_log.jsonl, adapter/)")
+    tr.add_argument("--epochs", type=float, default=3.0)
+    tr.add_argument("--lr", type=float, default=3e-4)
+    tr.add_argument("--lora-r", type=int, default=16)
+    tr.add_argument("--lora-alpha", type=int, default=16)
+    tr.add_argument("--lora-dropout", type=float, default=0.05)
+    tr.add_argument("--cutoff", type=int, default=2048, help="longest example in tokens (longer ones are dropped)")
+    tr.add_argument("--batch-size", type=int, default=4)
+    tr.add_argument("--grad-accum", type=int, default=1)
+    tr.add_argument("--max-steps", type=int, default=-1, help="stop after this many steps (-1: by epochs)")
+    tr.add_argument("--save-steps", type=int, default=50, help="checkpoint every N steps (for --resume)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--chat-format", default="auto", choices=["auto", "chat", "vicuna", "raw"])
+    tr.add_argument("--sampling", default="group_by_length", choices=["group_by_length", "random"])
+    tr.add_argument("--load-in-8bit", action="store_true", help="CUDA only")
+    tr.add_argument("--load-in-4bit", action="store_true", help="CUDA only")
+    tr.add_argument("--resume", action="store_true", help="continue from the run folder's last checkpoint")
+    tr.set_defaults(func=cmd_train)
+
+    ev = sub.add_parser("evaluate", help="GPT4Tools success rates (SR_t, SR_act, SR_args, SR)")
+    ev.add_argument("--data", required=True, help="GPT4Tools JSON, records JSONL or a plain case JSONL")
+    ev.add_argument("--controller", default="embedded", help="as app.py --controller")
+    ev.add_argument("--adapter", default=None, help="a LoRA adapter folder for the controller")
+    ev.add_argument("--unseen", default=None, help="prompt names of tools held out of training, ';'-separated")
+    ev.add_argument("--limit", type=int, default=0, help="only the first N cases")
+    ev.add_argument("--max-steps", type=int, default=5)
+    ev.add_argument("--strict-images", action="store_true",
+                    help="an image argument must come from the gold image (GPT4Tools only checks '.png')")
+    ev.add_argument("--out", default=None, help="folder for summary.md, summary.csv, predictions.jsonl")
+    ev.add_argument("--json", action="store_true", help="print the table as JSON")
+    ev.set_defaults(func=cmd_evaluate)
 
     args = parser.parse_args(argv)
     if args.command == "review" and ((args.action == "import" and not args.file)

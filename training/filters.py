@@ -15,9 +15,7 @@ ROUGE_THRESHOLD = 0.7  # self-instruct drops an instruction this similar to one 
 
 
 def check(record: Record, registry: ToolRegistry) -> str | None:
-    """Why the record is unusable ("unknown tool", "arguments", "missing image", ...), or None."""
-    if record.image_name and (not record.image or not Path(record.image).is_file()):
-        return "missing image"
+    """Why the record is unusable ("unknown tool", "arguments", ..., "missing image" last), or None."""
     images = {record.image_name} if record.image_name else set()
     for step in record.steps:
         tool = registry.tools.get(step.tool)
@@ -39,6 +37,8 @@ def check(record: Record, registry: ToolRegistry) -> str | None:
             images.add(step.observation)
     if record.answer is None and not record.steps:
         return "empty"
+    if record.image_name and (not record.image or not Path(record.image).is_file()):
+        return "missing image"
     return None
 
 

@@ -1,0 +1,209 @@
+"""LoRA supervised fine-tuning of the controller on records: transformers' Trainer + peft, no loop of our own.
+
+Each trained step of a record becomes one example, rendered by agent/prompts.py and formatted exactly
+as the controller formats prompts at inference (chat template, Vicuna or raw). Labels cover only the
+completion — the model's own Thought/Action/Action Input or final answer; the prompt, the given steps
+and every Observation are masked (-100).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForSeq2Seq, Trainer, TrainerCallback,
+                          TrainingArguments)
+
+from agent.hf_controller import encode_prompt, fingerprint, resolve_chat_format
+from visual_tools import ToolRegistry
+
+from .filters import check
+from .records import Record, load_jsonl
+from .render import examples
+
+STOP_FILE = "STOP"  # created in the run folder by the UI's Stop button: the trainer stops and saves
+LOG_FILE = "trainer_log.jsonl"
+ADAPTER_DIR = "adapter"
+META_FILE = "toolsmith.json"  # beside the adapter: its base, the data hash, the settings, the results
+
+
+class TrainingError(ValueError):
+    """Training cannot start (no valid records, missing base model, bad settings); nothing was written."""
+
+
+@dataclass
+class TrainConfig:
+    data: str
+    out: str
+    base: str = "embedded"
+    epochs: float = 3.0
+    learning_rate: float = 3e-4
+    lora_r: int = 16
+    lora_alpha: int = 16
+    lora_dropout: float = 0.05
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    cutoff: int = 2048
+    batch_size: int = 4
+    grad_accum: int = 1
+    max_steps: int = -1
+    save_steps: int = 50
+    warmup_ratio: float = 0.03
+    seed: int = 0
+    chat_format: str = "auto"
+    sampling: str = "group_by_length"  # length-grouped batches pad little; "random" for plain shuffling
+    load_in_8bit: bool = False
+    load_in_4bit: bool = False
+    resume: bool = False
+
+
+def base_checkpoint(base: str) -> tuple[str, str]:
+    """(where to load from, the name to record): `embedded` is the converted SmolLM2 shipped in a wheel."""
+    if base == "embedded":
+        from agent.embedded import HUB_ID, embedded_checkpoint
+        return embedded_checkpoint(), HUB_ID
+    if base.startswith(("/", ".", "~")) and not Path(base).expanduser().exists():
+        raise TrainingError(f"base model folder '{base}' does not exist")
+    return base, base
+
+
+def load_records(data: str) -> tuple[list[Record], str]:
+    """Records from a JSONL file, or `review:accepted` (the review store's accepted records); and their hash."""
+    if data.startswith("review:"):
+        from .review_store import Filters, ReviewStore
+        records = ReviewStore.default().records(Filters(status=data.split(":", 1)[1] or "accepted"))
+        digest = hashlib.sha256("".join(r.model_dump_json() for r in records).encode()).hexdigest()
+        return records, digest
+    path = Path(data)
+    if not path.is_file():
+        raise TrainingError(f"no such data file: {data}")
+    records = load_jsonl(path).records
+    return records, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_examples(records: list[Record], tokenizer, chat_format: str, cutoff: int,
+                   registry: ToolRegistry) -> tuple[list[dict], Counter]:
+    """Tokenized examples with masked labels, and a count of what was dropped and why."""
+    dropped: Counter = Counter()
+    rows = []
+    for record in records:
+        problem = check(record, registry)
+        if problem and problem != "missing image":  # training reads the text, not the photo
+            dropped[problem] += 1
+            continue
+        for prompt, completion in examples(record, registry.tools):
+            prompt_ids = encode_prompt(tokenizer, prompt, chat_format)
+            completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+            if not completion.endswith("Observation:") and tokenizer.eos_token_id is not None:
+                completion_ids.append(tokenizer.eos_token_id)  # a final answer ends the turn
+            if len(prompt_ids) + len(completion_ids) > cutoff:
+                dropped["longer than cutoff"] += 1
+                continue
+            rows.append({"input_ids": prompt_ids + completion_ids,
+                         "labels": [-100] * len(prompt_ids) + completion_ids})
+    return rows, dropped
+
+
+class JsonlLog(TrainerCallback):
+    """Progress, loss, learning rate and ETA as JSON lines (the Train tab reads them); a STOP file stops."""
+
+    def __init__(self, run_dir: Path):
+        self.path, self.stop = run_dir / LOG_FILE, run_dir / STOP_FILE
+        self.started = time.monotonic()
+        self.first_step = 0
+
+    def write(self, **entry) -> None:
+        with self.path.open("a") as out:
+            out.write(json.dumps({"time": time.time(), **entry}) + "\n")
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started, self.first_step = time.monotonic(), state.global_step
+        self.write(event="start", step=state.global_step, max_steps=state.max_steps)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        done = state.global_step - self.first_step
+        rate = (time.monotonic() - self.started) / done if done else 0.0
+        self.write(**{**(logs or {}), "event": "log", "step": state.global_step, "max_steps": state.max_steps,
+                      "epoch": state.epoch, "percentage": round(100 * state.global_step / max(state.max_steps, 1), 2),
+                      "elapsed": round(time.monotonic() - self.started, 1),
+                      "eta": round(rate * (state.max_steps - state.global_step), 1)})
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.stop.exists():
+            control.should_training_stop = True
+            control.should_save = True
+
+
+def last_checkpoint(run_dir: Path) -> str | None:
+    """The newest complete checkpoint; one cut short by a crash (no trainer_state.json yet) is skipped."""
+    complete = [p for p in (run_dir / "checkpoints").glob("checkpoint-*") if (p / "trainer_state.json").is_file()]
+    return str(max(complete, key=lambda p: int(p.name.rsplit("-", 1)[1]))) if complete else None
+
+
+def train(config: TrainConfig) -> Path:
+    """Train a LoRA adapter; returns its folder (`<out>/adapter`), with `toolsmith.json` beside its weights."""
+    from peft import LoraConfig, get_peft_model
+
+    run_dir = Path(config.out)
+    records, digest = load_records(config.data)
+    source, base_name = base_checkpoint(config.base)
+    quantized = config.load_in_8bit or config.load_in_4bit
+    if quantized and not torch.cuda.is_available():
+        raise TrainingError("--load-in-8bit/4bit needs a CUDA GPU and bitsandbytes (pip install -e '.[gpu]')")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        raise TrainingError(f"cannot load base model '{config.base}': {exc}") from None
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    chat_format = resolve_chat_format(tokenizer, config.chat_format)
+    rows, dropped = build_examples(records, tokenizer, chat_format, config.cutoff, ToolRegistry.from_load())
+    if not rows:
+        reasons = ", ".join(f"{k}: {v}" for k, v in dropped.items()) or "the file holds no records"
+        raise TrainingError(f"no valid training examples in {config.data} ({len(records)} records; {reasons})")
+
+    quantization = None
+    if quantized:
+        from transformers import BitsAndBytesConfig
+        quantization = BitsAndBytesConfig(load_in_8bit=config.load_in_8bit, load_in_4bit=config.load_in_4bit,
+                                          bnb_4bit_compute_dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_pretrained(source, quantization_config=quantization,
+                                                 dtype=torch.bfloat16 if torch.cuda.is_available() else None)
+    if quantized:
+        from peft import prepare_model_for_kbit_training
+        model = prepare_model_for_kbit_training(model)
+    model = get_peft_model(model, LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
+                                             lora_dropout=config.lora_dropout, target_modules=config.target_modules,
+                                             task_type="CAUSAL_LM"))
+    from datasets import Dataset
+    dataset = Dataset.from_list(rows)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    args = TrainingArguments(
+        output_dir=str(run_dir / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
+        learning_rate=config.learning_rate, per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum, warmup_steps=config.warmup_ratio,
+        lr_scheduler_type="cosine", logging_steps=1, save_strategy="steps", save_steps=config.save_steps,
+        save_total_limit=2, seed=config.seed, report_to="none", train_sampling_strategy=config.sampling,
+        disable_tqdm=True, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+        dataloader_pin_memory=False)
+    log = JsonlLog(run_dir)
+    (run_dir / STOP_FILE).unlink(missing_ok=True)
+    trainer = Trainer(model=model, args=args, train_dataset=dataset, callbacks=[log],
+                      data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True))
+    result = trainer.train(resume_from_checkpoint=last_checkpoint(run_dir) if config.resume else None)
+    adapter_dir = run_dir / ADAPTER_DIR
+    model.save_pretrained(adapter_dir)
+    (adapter_dir / "adapter_config.json").write_text(json.dumps(
+        {**json.loads((adapter_dir / "adapter_config.json").read_text()), "base_model_name_or_path": base_name},
+        indent=2))
+    meta = {"base": base_name, "base_fingerprint": fingerprint(model.config), "chat_format": chat_format,
+            "data": config.data, "data_sha256": digest, "records": len(records), "examples": len(rows),
+            "dropped": dict(dropped), "global_step": trainer.state.global_step, "train_loss": result.training_loss,
+            "stopped_early": (run_dir / STOP_FILE).exists(), "config": asdict(config)}
+    (adapter_dir / META_FILE).write_text(json.dumps(meta, indent=2))
+    log.write(event="done", step=trainer.state.global_step, max_steps=trainer.state.max_steps,
+              adapter=str(adapter_dir), train_loss=result.training_loss)
+    return adapter_dir

@@ -1,0 +1,73 @@
+"""The Evaluate tab: GPT4Tools success rates of a controller (and adapter) on a case file, seen and unseen tools."""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from agent.controller import ControllerError
+from agent.pool import ControllerPool
+from visual_tools import ToolRegistry
+
+from ..evaluate import METRICS, evaluate, load_cases, markdown, summary, write_report
+from .train_tab import datasets_choices
+
+PREDICTION_COLUMNS = ["id", "tools", "unseen", *METRICS]
+
+
+def build_evaluate_tab(controllers: ControllerPool, registry: ToolRegistry) -> dict[str, Any]:
+    """Build the Evaluate tab inside the current gr.Blocks; returns its components by name."""
+    all_tools = ToolRegistry.from_load().tools  # a case may offer tools this app did not load
+    with gr.Row():
+        with gr.Column(scale=2):
+            data = gr.Dropdown([c for c in datasets_choices() if not c.startswith("review:")], allow_custom_value=True,
+                               label="Cases (GPT4Tools JSON, records JSONL or a plain case JSONL)")
+            upload = gr.File(label="…or upload one", file_types=[".json", ".jsonl"])
+            controller = gr.Textbox("embedded", label="Controller ('embedded', a model id/folder or a URL)")
+            adapter = gr.Textbox(label="LoRA adapter folder (optional)")
+            unseen = gr.Textbox(label="Tools held out of training (prompt names, ';'-separated)")
+            with gr.Row():
+                limit = gr.Number(20, label="Cases (0: all)", precision=0, minimum=0)
+                strict = gr.Checkbox(False, label="Image arguments must come from the gold image")
+            run = gr.Button("Evaluate", variant="primary")
+        with gr.Column(scale=3):
+            table = gr.Markdown()
+            chart = gr.BarPlot(pd.DataFrame({"set": [], "metric": [], "value": []}), x="metric", y="value",
+                               color="set", title="Success rates (%)", y_lim=[0, 100], height=280)
+            predictions = gr.Dataframe(headers=PREDICTION_COLUMNS, interactive=False, max_height=300)
+            files = gr.File(label="summary.csv, summary.md, predictions.jsonl", file_count="multiple",
+                            interactive=False)
+
+    def on_run(data_, upload_, controller_, adapter_, unseen_, limit_, strict_, progress=gr.Progress(track_tqdm=True)):
+        source = upload_ or (data_ or "").strip()
+        if not source:
+            raise gr.Error("Choose or upload a case file.")
+        try:
+            cases, problems = load_cases(source, all_tools)
+        except (FileNotFoundError, ValueError) as exc:
+            raise gr.Error(str(exc)) from None
+        cases = cases[:int(limit_)] if limit_ else cases
+        if not cases:
+            raise gr.Error(f"No cases in {Path(source).name}" + (f": {problems[0]}" if problems else ""))
+        try:
+            model = controllers.get(((controller_ or "embedded").strip(), (adapter_ or "").strip() or None))
+        except ControllerError as exc:
+            raise gr.Error(str(exc)) from None
+        held_out = [n.strip() for n in (unseen_ or "").split(";") if n.strip()]
+        results = evaluate(model, cases, all_tools, unseen=held_out, strict_images=strict_)
+        rows = summary(results)
+        out = write_report(results, Path(tempfile.mkdtemp(prefix="toolsmith-eval-")))
+        chart_rows = [{"set": r["set"], "metric": m, "value": r[m]} for r in rows
+                      if r["set"] in ("overall", "seen tools", "unseen tools") for m in METRICS]
+        notes = "".join(f"\n- {p}" for p in problems[:10])
+        text = f"**{model.name}** on `{Path(source).name}`\n\n{markdown(rows)}" + notes
+        table_rows = [[asdict(p)[c] for c in PREDICTION_COLUMNS] for p in results]
+        return text, pd.DataFrame(chart_rows), table_rows, [str(p) for p in out.values()]
+
+    run.click(on_run, [data, upload, controller, adapter, unseen, limit, strict], [table, chart, predictions, files],
+              api_name="evaluate", concurrency_id="controller")
+    return {"data": data, "controller": controller, "adapter": adapter, "run": run, "table": table, "chart": chart}
