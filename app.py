@@ -78,7 +78,8 @@ def _wire_load_in_chat(train: dict, chat: dict, tabs: gr.Tabs) -> None:
         base = meta["config"]["base"]
         return ("embedded", "", adapter) if base == "embedded" else ("transformers", base, adapter)
 
-    train["load_in_chat"].click(pick, train["adapter"], [chat["backend"], chat["location"], chat["adapter"]]).then(
+    train["load_in_chat"].click(pick, train["adapter"], [chat["backend"], chat["location"], chat["adapter"]],
+                                api_name="load_in_chat").then(
         load, inputs, outputs).then(lambda: gr.Tabs(selected="chat"), None, tabs)
 
 

@@ -22,6 +22,7 @@ from visual_tools import data_home
 from ..sft import ADAPTER_DIR, LOG_FILE, STOP_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
+RUN_NAME = re.compile(r"[\w-][\w.-]{0,63}")
 
 
 def runs_dir() -> Path:
@@ -55,7 +56,7 @@ def _alive(pid: int) -> bool:
 
 def run_status(name: str | None) -> dict[str, Any]:
     """What a run is doing: state, progress, loss curve, log tail, adapter; read from its folder only."""
-    if not name or not (runs_dir() / name / "command.json").is_file():
+    if not name or not RUN_NAME.fullmatch(name) or not (runs_dir() / name / "command.json").is_file():
         return {"state": "none", "text": "No run selected.", "loss": pd.DataFrame({"step": [], "loss": []}),
                 "tail": "", "adapter": ""}
     run = runs_dir() / name
@@ -93,7 +94,7 @@ def run_status(name: str | None) -> dict[str, Any]:
 
 def start_run(name: str, data: str, base: str, settings: dict[str, float]) -> Path:
     """Launch `python -m training train` in its own process group; refuses a second active run."""
-    if not re.fullmatch(r"[\w.-]{1,64}", name or ""):
+    if not RUN_NAME.fullmatch(name or "") or name.startswith("."):
         raise ValueError("the run name may use letters, digits, '.', '_' and '-' only")
     if not data:
         raise ValueError("choose the training data")
@@ -139,7 +140,7 @@ def build_train_tab() -> dict[str, Any]:
                 start = gr.Button("Start", variant="primary")
                 stop = gr.Button("Stop", variant="stop")
         with gr.Column(scale=3):
-            run = gr.Dropdown(list_runs(), label="Run", allow_custom_value=False)
+            run = gr.Dropdown(list_runs(), label="Run", allow_custom_value=True)
             status = gr.Markdown("No run selected.")
             loss = gr.LinePlot(pd.DataFrame({"step": [], "loss": []}), x="step", y="loss", title="Training loss",
                                height=260)
