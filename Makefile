@@ -23,3 +23,4 @@ test: install-dev
 bench: install
 	$(PYTHON) bench/tools_cpu.py
 	$(PYTHON) bench/agent_step.py
+	$(PYTHON) bench/train_throughput.py

@@ -109,6 +109,8 @@ def test_bad_inputs_fail_before_training(tiny_llama, tmp_path):
     assert not (tmp_path / "r1").exists()
     with pytest.raises(TrainingError, match="no such data file"):
         train(TrainConfig(data=str(tmp_path / "nothing.jsonl"), out=str(tmp_path / "r2"), base=str(tiny_llama)))
+    with pytest.raises(TrainingError, match="CUDA"):
+        train(TrainConfig(data=str(empty), out=str(tmp_path / "r4"), base=str(tiny_llama), load_in_4bit=True))
     done = _cli("train", "--data", str(empty), "--base", str(tmp_path / "no-such-model"), "--out", str(tmp_path / "r3"))
     assert done.returncode != 0 and "does not exist" in done.stderr
 

@@ -124,6 +124,7 @@ def test_load_the_trained_adapter_in_chat_in_a_browser(app, tiny_llama, tmp_path
             page.get_by_label("Run", exact=True).click()
             page.get_by_role("option", name="tiny-ui").click()
             expect(page.get_by_text("tiny-ui: finished")).to_be_visible(timeout=30000)
+            expect(page.locator("progress")).to_have_attribute("value", "12")  # the progress bar
             page.get_by_role("button", name="Load this adapter in the Chat tab").click()
             expect(page.get_by_text("tiny-ui/adapter").first).to_be_visible(timeout=60000)
             expect(page.get_by_text("Using", exact=False).first).to_contain_text("tiny-ui/adapter", timeout=60000)

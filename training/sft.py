@@ -121,9 +121,12 @@ class JsonlLog(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started, self.first_step = time.monotonic(), state.global_step
-        self.write(event="start", step=state.global_step, max_steps=state.max_steps)
+        if state.is_world_process_zero:  # under `accelerate launch`, one process writes the log
+            self.write(event="start", step=state.global_step, max_steps=state.max_steps)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero:
+            return
         done = state.global_step - self.first_step
         rate = (time.monotonic() - self.started) / done if done else 0.0
         self.write(**{**(logs or {}), "event": "log", "step": state.global_step, "max_steps": state.max_steps,
@@ -135,6 +138,22 @@ class JsonlLog(TrainerCallback):
         if self.stop.exists():
             control.should_training_stop = True
             control.should_save = True
+
+
+def make_trainer(model, tokenizer, rows: list[dict], config: TrainConfig, run_dir: Path,
+                 callbacks: list[TrainerCallback] = ()) -> Trainer:
+    """Our training path: length-grouped batches padded only to their own longest example."""
+    from datasets import Dataset
+    args = TrainingArguments(
+        output_dir=str(run_dir / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
+        learning_rate=config.learning_rate, per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum, warmup_steps=config.warmup_ratio,
+        lr_scheduler_type="cosine", logging_steps=1, save_strategy="steps", save_steps=config.save_steps,
+        save_total_limit=2, seed=config.seed, report_to="none", train_sampling_strategy=config.sampling,
+        disable_tqdm=True, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+        dataloader_pin_memory=False)
+    return Trainer(model=model, args=args, train_dataset=Dataset.from_list(rows), callbacks=list(callbacks),
+                   data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True))
 
 
 def last_checkpoint(run_dir: Path) -> str | None:
@@ -178,23 +197,14 @@ def train(config: TrainConfig) -> Path:
     model = get_peft_model(model, LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
                                              lora_dropout=config.lora_dropout, target_modules=config.target_modules,
                                              task_type="CAUSAL_LM"))
-    from datasets import Dataset
-    dataset = Dataset.from_list(rows)
     run_dir.mkdir(parents=True, exist_ok=True)
-    args = TrainingArguments(
-        output_dir=str(run_dir / "checkpoints"), num_train_epochs=config.epochs, max_steps=config.max_steps,
-        learning_rate=config.learning_rate, per_device_train_batch_size=config.batch_size,
-        gradient_accumulation_steps=config.grad_accum, warmup_steps=config.warmup_ratio,
-        lr_scheduler_type="cosine", logging_steps=1, save_strategy="steps", save_steps=config.save_steps,
-        save_total_limit=2, seed=config.seed, report_to="none", train_sampling_strategy=config.sampling,
-        disable_tqdm=True, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
-        dataloader_pin_memory=False)
     log = JsonlLog(run_dir)
     (run_dir / STOP_FILE).unlink(missing_ok=True)
-    trainer = Trainer(model=model, args=args, train_dataset=dataset, callbacks=[log],
-                      data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True))
+    trainer = make_trainer(model, tokenizer, rows, config, run_dir, callbacks=[log])
     result = trainer.train(resume_from_checkpoint=last_checkpoint(run_dir) if config.resume else None)
     adapter_dir = run_dir / ADAPTER_DIR
+    if not trainer.is_world_process_zero():
+        return adapter_dir
     model.save_pretrained(adapter_dir)
     (adapter_dir / "adapter_config.json").write_text(json.dumps(
         {**json.loads((adapter_dir / "adapter_config.json").read_text()), "base_model_name_or_path": base_name},

@@ -78,7 +78,8 @@ def run_status(name: str | None) -> dict[str, Any]:
     eta = last.get("eta")
     text = f"**{name}**: {state}"
     if total:
-        text += f" · step {step} / {total} ({100 * step / total:.0f} %)"
+        text = (f'<progress value="{step}" max="{total}" style="width:100%"></progress>\n\n{text}'
+                f" · step {step} / {total} ({100 * step / total:.0f} %)")
     if state == "running" and eta is not None:
         text += f" · ETA {int(eta) // 60} min {int(eta) % 60} s"
     if last.get("loss") is not None:
