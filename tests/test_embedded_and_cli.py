@@ -4,7 +4,7 @@ import sys
 
 from agent.controller import load_controller
 from agent.embedded import MODEL_NAME, embedded_checkpoint
-from agent.prompts import STOP
+from agent.prompts import STOP, image_turn
 from visual_tools import data_home
 
 
@@ -17,6 +17,25 @@ def test_embedded_default_converts_once_and_generates():
     answer = controller.generate("What is the capital of France? Answer in one word.", stop=STOP,
                                  max_new_tokens=8)[0]
     assert "paris" in answer.lower()
+
+
+def test_the_shipped_adapter_makes_the_embedded_controller_call_tools(store):
+    """The default chat, as a new user meets it: the tuned SmolLM2 calls an offline tool on a real photo."""
+    from pathlib import Path
+
+    from agent import Agent
+    from agent.events import AnswerEvent, ToolCallEvent
+    from visual_tools import ToolRegistry
+    controller = load_controller("embedded")
+    assert controller.name.endswith("+ controller-lora")  # assets/controller-lora is applied by default
+    registry = ToolRegistry.from_load("Image2Canny_cpu,Image2Line_cpu,CropImage_cpu,TextDetection_cpu")
+    name = store.save_upload(Path(__file__).resolve().parent.parent / "assets" / "chelsea.png")
+    events = list(Agent(controller, registry).run("Detect the edges of this image.",
+                                                  [image_turn(name, None)], store))
+    calls = [e for e in events if isinstance(e, ToolCallEvent)]
+    assert calls and calls[0].tool == "Edge Detection On Image" and name in calls[0].tool_input
+    answer = next(e for e in events if isinstance(e, AnswerEvent))
+    assert answer.images and "_edge_" in answer.images[0]
 
 
 def cli(*args):

@@ -73,6 +73,7 @@ def test_train_through_the_cli_then_chat_with_the_adapter(tiny_llama, data, tmp_
     adapter = run / "adapter"
     meta = json.loads((adapter / "toolsmith.json").read_text())
     assert meta["data_sha256"] and meta["examples"] == 12 and meta["global_step"] == 36
+    assert f"base_model: {tiny_llama}" in (adapter / "README.md").read_text()  # our model card, not peft's blank
     config = json.loads((adapter / "adapter_config.json").read_text())
     assert (config["r"], config["lora_alpha"], sorted(config["target_modules"])) == \
         (16, 16, ["k_proj", "o_proj", "q_proj", "v_proj"])

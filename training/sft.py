@@ -156,6 +156,19 @@ def make_trainer(model, tokenizer, rows: list[dict], config: TrainConfig, run_di
                    data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True))
 
 
+def model_card(meta: dict) -> str:
+    c = meta["config"]
+    return (f"---\nbase_model: {meta['base']}\nlibrary_name: peft\ntags: [lora, gpt4tools, toolsmith]\n---\n\n"
+            f"# Toolsmith controller LoRA\n\nA LoRA adapter for `{meta['base']}` that answers in GPT4Tools' "
+            f"Thought / Action / Action Input / Observation format, trained with `python -m training train`.\n\n"
+            f"- data: `{Path(meta['data']).name}` (sha256 `{meta['data_sha256'][:16]}…`), {meta['records']} records, "
+            f"{meta['examples']} examples\n- LoRA r {c['lora_r']}, alpha {c['lora_alpha']}, dropout "
+            f"{c['lora_dropout']} on {', '.join(c['target_modules'])}; lr {c['learning_rate']}, "
+            f"{c['epochs']} epochs, batch {c['batch_size']}, {meta['global_step']} steps; final train loss "
+            f"{meta['train_loss']:.4f}\n- prompt format: {meta['chat_format']}; loss on the model's own text only "
+            f"(prompt and observations masked)\n")
+
+
 def last_checkpoint(run_dir: Path) -> str | None:
     """The newest complete checkpoint; one cut short by a crash (no trainer_state.json yet) is skipped."""
     complete = [p for p in (run_dir / "checkpoints").glob("checkpoint-*") if (p / "trainer_state.json").is_file()]
@@ -214,6 +227,7 @@ def train(config: TrainConfig) -> Path:
             "dropped": dict(dropped), "global_step": trainer.state.global_step, "train_loss": result.training_loss,
             "stopped_early": (run_dir / STOP_FILE).exists(), "config": asdict(config)}
     (adapter_dir / META_FILE).write_text(json.dumps(meta, indent=2))
+    (adapter_dir / "README.md").write_text(model_card(meta))  # instead of peft's blank template
     log.write(event="done", step=trainer.state.global_step, max_steps=trainer.state.max_steps,
               adapter=str(adapter_dir), train_loss=result.training_loss)
     return adapter_dir

@@ -45,9 +45,8 @@ def steps_markdown(record: Record) -> str:
         given = " *(given in the prompt)*" if i <= record.given_steps else ""
         args = ", ".join(f"`{a}`" for a in step.args)
         lines.append(f"{i}. **{step.tool}**({args}){given}  \n   → {html.escape(step.observation) or '…'}")
-    if record.answer is not None:
-        lines.append(f"**Answer:** {html.escape(record.answer)}")
-    return "\n".join(lines) or "*(no tool: the model should answer directly)*"
+    text = "\n".join(lines) or "*(no tool: the model should answer directly)*"
+    return text + (f"\n\n**Answer:** {html.escape(record.answer)}" if record.answer is not None else "")
 
 
 def _open(path: str | None) -> Image.Image | None:
