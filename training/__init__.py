@@ -1,1 +1,2 @@
-"""Data generation, review, LoRA tuning, ToolACE-R, Toolformer and evaluation (built by later issues)."""
+"""Instruction data (generation, filtering, augmentation, review), LoRA tuning and GPT4Tools evaluation;
+ToolACE-R and Toolformer come with their issues."""
