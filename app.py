@@ -59,7 +59,7 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
             with gr.Tab("Train"):
                 train = build_train_tab()
             with gr.Tab("Evaluate"):
-                build_evaluate_tab(controllers, registry)
+                build_evaluate_tab(controllers)
         _wire_load_in_chat(train, chat, tabs)
         demo.load(*train["on_load"])
         refresh, inputs, outputs = review["refresh"]

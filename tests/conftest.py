@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -57,3 +59,26 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt install chromium)")
+
+
+@contextmanager
+def chromium_page(tmp_path: Path):
+    """A page in headless Debian chromium with a fresh profile; a screenshot is saved when the test fails."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True,
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+        page = browser.new_page()
+        try:
+            yield page
+        except Exception:
+            page.screenshot(path=str(tmp_path / "failure.png"))
+            raise
+        finally:
+            browser.close()

@@ -1,26 +1,23 @@
 """The Review tab in a real browser (Debian's chromium through Playwright): decisions by keyboard."""
-import shutil
 from pathlib import Path
 
 import pytest
 
 from agent.pool import ControllerPool
 from app import build_app
-from conftest import free_port
+from conftest import chromium_page, free_port, needs_chromium
 from scripted import ScriptedController
 from training.records import GoldStep, Record, Source
 from training.review_store import ReviewStore
 from training.ui import HOTKEYS
 from visual_tools import ToolRegistry
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt install chromium)")
+pytestmark = needs_chromium
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
 @pytest.fixture
 def page(tmp_path):
-    from playwright.sync_api import sync_playwright
     store = ReviewStore(tmp_path / "review.sqlite")
     store.add([Record(id=f"r{i}", image=str(ASSETS / "chelsea.png"), image_name="image/0000000a.png",
                       tools=["Edge Detection On Image"], instruction=f"Find the edges, take {i}",
@@ -34,21 +31,12 @@ def page(tmp_path):
     port = free_port()
     demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
                         head=HOTKEYS)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch_persistent_context(  # a fresh profile folder
-            str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page()
-        page.goto(f"http://127.0.0.1:{port}/")
-        try:
+    try:
+        with chromium_page(tmp_path) as page:
+            page.goto(f"http://127.0.0.1:{port}/")
             yield page, store
-        except Exception:
-            page.screenshot(path=str(tmp_path / "failure.png"))
-            raise
-        finally:
-            browser.close()
-            demo.close()
+    finally:
+        demo.close()
 
 
 def test_review_with_the_keyboard(page):

@@ -1,6 +1,5 @@
 """The Train and Evaluate tabs against the launched app: a tiny LoRA run, Stop, refresh, evaluation, Load in Chat."""
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -9,13 +8,12 @@ from gradio_client import Client
 
 from agent.pool import ControllerPool
 from app import build_app
-from conftest import free_port
+from conftest import chromium_page, free_port, needs_chromium
 from scripted import ScriptedController
 from training.records import GoldStep, Record, Source, save_jsonl
 from training.review_store import ReviewStore
 from visual_tools import ToolRegistry
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 EDGE = "image/bbbbbbbb_edge_aaaaaaaa_aaaaaaaa.png"
 
 
@@ -104,32 +102,21 @@ def test_a_run_that_cannot_start_says_why(app, tmp_path):
         client.predict(str(empty), "embedded", "../escape", 1, 3e-4, 1, 16, 16, 1, 512, api_name="/train_start")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (apt install chromium)")
+@needs_chromium
 def test_load_the_trained_adapter_in_chat_in_a_browser(app, tiny_llama, tmp_path):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
     url, data = app
     client = Client(url, verbose=False)
     if ": finished" not in client.predict("tiny-ui", api_name="/train_status")[0]:
         start(client, data, tiny_llama, "tiny-ui", 12)
         wait_for(client, "tiny-ui", ("finished",))
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch_persistent_context(
-            str(tmp_path / "chromium"), executable_path=CHROMIUM, headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
-        page = browser.new_page()
-        try:
-            page.goto(url)
-            page.get_by_role("tab", name="Train").click()
-            page.get_by_label("Run", exact=True).click()
-            page.get_by_role("option", name="tiny-ui").click()
-            expect(page.get_by_text("tiny-ui: finished")).to_be_visible(timeout=30000)
-            expect(page.locator("progress")).to_have_attribute("value", "12")  # the progress bar
-            page.get_by_role("button", name="Load this adapter in the Chat tab").click()
-            expect(page.get_by_text("tiny-ui/adapter").first).to_be_visible(timeout=60000)
-            expect(page.get_by_text("Using", exact=False).first).to_contain_text("tiny-ui/adapter", timeout=60000)
-        except Exception:
-            page.screenshot(path=str(tmp_path / "failure.png"))
-            raise
-        finally:
-            browser.close()
+    with chromium_page(tmp_path) as page:
+        page.goto(url)
+        page.get_by_role("tab", name="Train").click()
+        page.get_by_label("Run", exact=True).click()
+        page.get_by_role("option", name="tiny-ui").click()
+        expect(page.get_by_text("tiny-ui: finished")).to_be_visible(timeout=30000)
+        expect(page.locator("progress")).to_have_attribute("value", "12")  # the progress bar
+        page.get_by_role("button", name="Load this adapter in the Chat tab").click()
+        expect(page.get_by_text("tiny-ui/adapter").first).to_be_visible(timeout=60000)
+        expect(page.get_by_text("Using", exact=False).first).to_contain_text("tiny-ui/adapter", timeout=60000)

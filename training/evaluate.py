@@ -17,7 +17,7 @@ from agent.prompts import STOP, ScratchStep, render_prompt
 from visual_tools.image_store import output_name
 
 from .metrics import score
-from .records import GoldStep, Record, Source, image_name_for, load_jsonl, record_id
+from .records import GoldStep, Record, Source, image_name_for, load_jsonl, placeholder_observation, record_id
 from .render import conversation, from_gpt4tools, render_trace, step_text
 
 METRICS = ("SR_t", "SR_act", "SR_args", "SR")
@@ -41,7 +41,7 @@ def case_to_record(case: Mapping[str, Any], tools: Mapping[str, Any]) -> Record:
             observation = output_name(tool.op, parent, record_id(case_id, str(i))[:8])
             current = observation
         else:
-            observation = f"[output from {call['tool']}]"
+            observation = placeholder_observation(call["tool"])
         steps.append(GoldStep(tool=call["tool"], args=args, observation=observation))
     answer = case.get("answer") or (steps[-1].observation if steps else "")
     offered = list(case.get("tools") or tools)

@@ -19,7 +19,7 @@ from visual_tools.image_store import output_name
 
 from . import templates
 from .prompts import GENERATION_PROMPT, PROMPT_VERSION
-from .records import GoldStep, Record, Source, image_name_for, record_id
+from .records import GoldStep, Record, Source, image_name_for, placeholder_observation, record_id
 from .teachers import EXAMPLE_IMAGE, Annotation, Teacher, TeacherFailed, TeacherRequest
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp"}
@@ -109,7 +109,7 @@ def build_record(candidate: Candidate, *, job: str, index: int, image: Path, ann
 def _text_observation(tool: Tool, annotation: Annotation) -> str:
     """What a text tool said about this image, where the annotation knows; else GPT4Tools' placeholder."""
     known = {"ImageCaptioning": annotation.caption, "TextDetection": annotation.text}.get(type(tool).__name__)
-    return known or f"[output from {tool.name}]"
+    return known or placeholder_observation(tool.name)
 
 
 @dataclass
@@ -236,5 +236,5 @@ def build_dataset(images: Path, teacher: Teacher, registry: ToolRegistry, out: P
     kept, dropped = filter_records(raw, registry)
     records = augment(kept, seed=seed) if augment_data else kept
     save_jsonl(records, out)
-    kinds = Counter("multi-turn" if r.history else r.kind for r in records)
+    kinds = Counter(r.label() for r in records)
     return DatasetReport(generation, len(raw), dict(dropped), len(kept), dict(kinds), time.monotonic() - started)

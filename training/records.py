@@ -61,6 +61,15 @@ class Record(BaseModel):
     def used_tools(self) -> list[str]:
         return list(dict.fromkeys(step.tool for step in self.steps))
 
+    def label(self) -> str:
+        """The kind as reports and filters show it: a sample with earlier turns is "multi-turn"."""
+        return "multi-turn" if self.history else self.kind
+
+
+def placeholder_observation(tool_name: str) -> str:
+    """What a text tool said, when it could not run (GPT4Tools' data uses such placeholders too)."""
+    return f"[output from {tool_name}]"
+
 
 def record_id(*parts: str) -> str:
     """A stable id from what defines a record, so regenerating the same thing gives the same id."""

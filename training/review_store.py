@@ -93,7 +93,7 @@ class ReviewStore:
                 db.execute("INSERT OR IGNORE INTO records (id, position, data, status, tools, kind, teacher) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
                            (record.id, start + offset, record.model_dump_json(), record.status,
-                            json.dumps(record.used_tools()), _kind(record), record.source.teacher))
+                            json.dumps(record.used_tools()), record.label(), record.source.teacher))
             return db.total_changes - before
 
     # --- reading -----------------------------------------------------------------------------------
@@ -177,9 +177,7 @@ class ReviewStore:
             if action == "edit":
                 update["original"] = current.original or current.model_dump_json(exclude={"original"})
             new = base.model_copy(update=update)
-            db.execute("UPDATE records SET data = ?, status = ?, version = version + 1, tools = ?, kind = ? "
-                       "WHERE id = ?", (new.model_dump_json(), new.status, json.dumps(new.used_tools()),
-                                        _kind(new), record_id))
+            _replace(db, record_id, new.model_dump_json(), new.status, new)
             db.execute("INSERT INTO decisions (record_id, reviewer, action, before, before_status, version, at) "
                        "VALUES (?, ?, ?, ?, ?, ?, ?)", (record_id, reviewer, action, row["data"], row["status"],
                                                         version, now))
@@ -197,9 +195,7 @@ class ReviewStore:
             if row["version"] != last["version"] + 1:
                 raise ReviewConflict(f"record {last['record_id']} was decided again by someone else; not undone")
             before = Record.model_validate_json(last["before"])
-            db.execute("UPDATE records SET data = ?, status = ?, version = version + 1, tools = ?, kind = ? "
-                       "WHERE id = ?", (last["before"], last["before_status"], json.dumps(before.used_tools()),
-                                        _kind(before), last["record_id"]))
+            _replace(db, last["record_id"], last["before"], last["before_status"], before)
             db.execute("UPDATE decisions SET undone = 1 WHERE seq = ?", (last["seq"],))
         return Item(before, row["version"] + 1)
 
@@ -211,5 +207,7 @@ class ReviewStore:
         return len(records)
 
 
-def _kind(record: Record) -> str:
-    return "multi-turn" if record.history else record.kind
+def _replace(db: sqlite3.Connection, record_id: str, data: str, status: str, record: Record) -> None:
+    """Write a record's new state and its filter columns; the version moves on."""
+    db.execute("UPDATE records SET data = ?, status = ?, version = version + 1, tools = ?, kind = ? WHERE id = ?",
+               (data, status, json.dumps(record.used_tools()), record.label(), record_id))

@@ -19,7 +19,7 @@ from .train_tab import datasets_choices
 PREDICTION_COLUMNS = ["id", "tools", "unseen", *METRICS]
 
 
-def build_evaluate_tab(controllers: ControllerPool, registry: ToolRegistry) -> dict[str, Any]:
+def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
     """Build the Evaluate tab inside the current gr.Blocks; returns its components by name."""
     all_tools = ToolRegistry.from_load().tools  # a case may offer tools this app did not load
     with gr.Row():
