@@ -24,3 +24,4 @@ bench: install
 	$(PYTHON) bench/tools_cpu.py
 	$(PYTHON) bench/agent_step.py
 	$(PYTHON) bench/train_throughput.py
+	$(PYTHON) bench/toolformer_filter.py

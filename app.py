@@ -14,8 +14,9 @@ from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
 from training.review_store import ReviewStore  # noqa: E402
+from training.toolformer.decode import answer  # noqa: E402
 from training.ui import (HOTKEYS, build_data_tab, build_evaluate_tab, build_review_tab,  # noqa: E402
-                         build_train_tab)
+                         build_toolformer_tab, build_train_tab)
 from visual_tools import ToolRegistry, data_home  # noqa: E402
 from visual_tools.ui import build_tools_tab  # noqa: E402
 
@@ -49,7 +50,7 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
                     "*Thought / Action / Observation* format and calls visual tools.")
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
-                chat = build_chat_tab(ChatServices(registry, controllers, max_steps))
+                chat = build_chat_tab(ChatServices(registry, controllers, max_steps, toolformer=answer))
             with gr.Tab("Tools"):
                 build_tools_tab(registry)
             with gr.Tab("Data"):
@@ -57,7 +58,11 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
             with gr.Tab("Review") as review_tab:
                 review = build_review_tab(review_store, registry)
             with gr.Tab("Train"):
-                train = build_train_tab()
+                with gr.Tabs():
+                    with gr.Tab("LoRA (GPT4Tools)"):
+                        train = build_train_tab()
+                    with gr.Tab("Toolformer"):
+                        build_toolformer_tab()
             with gr.Tab("Evaluate"):
                 build_evaluate_tab(controllers)
         _wire_load_in_chat(train, chat, tabs)

@@ -1,14 +1,14 @@
 """The Chat tab: multimodal input, every Thought / Action / Observation as a collapsible message."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from visual_tools import ImageInputError, ImageStore, ToolRegistry
+from visual_tools import TEXT_TOOL_CLASSES, ImageInputError, ImageStore, ToolRegistry
 
 from .controller import ControllerError
 from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, ThoughtEvent,
@@ -33,12 +33,17 @@ def describe(name: str) -> str:
     return f"✅ Using **{name}**" + (f"\n\n{UNTUNED}" if "untuned" in name else "")
 
 
+MODES = [("GPT4Tools agent (visual tools)", "agent"), ("Toolformer (text tools, calls in the top-k)", "toolformer")]
+
+
 @dataclass
 class ChatServices:
-    """What the Chat tab shares across sessions."""
+    """What the Chat tab shares across sessions. `toolformer(controller, question, tools)` answers a text question
+    with Toolformer's call decoding (given by the app: it lives in the training package); None hides the mode."""
     registry: ToolRegistry
     controllers: ControllerPool
     max_steps: int = 5
+    toolformer: Callable[..., Any] | None = None
 
 
 @dataclass
@@ -49,6 +54,7 @@ class ChatState:
     marks: list[int] = field(default_factory=list)  # message count before each history turn
     pending: str = ""
     controller: tuple[str, str | None] | None = None
+    mode: str = "agent"
 
 
 def _image_message(store: ImageStore, name: str, role: str = "assistant") -> gr.ChatMessage:
@@ -114,6 +120,10 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
             adapter = gr.Textbox(label="LoRA adapter folder (optional)")
             load = gr.Button("Load controller")
             status = gr.Markdown(describe(services.controllers.get().name))
+            mode = gr.Radio(MODES, value="agent", label="Mode", visible=services.toolformer is not None,
+                            info="Toolformer: a text question, answered with Calculator / Calendar / WikiSearch / "
+                                 "QA / MT calls when `[` is among the 10 likeliest tokens (load a Toolformer adapter "
+                                 "from the Train tab for it to call)")
             tools = gr.Markdown("**Tools offered:** " + ", ".join(t.name for t in services.registry.available()))
 
     def add_message(value: dict | None, st: ChatState | None):
@@ -152,10 +162,41 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
             st.messages.append(gr.ChatMessage(content=f"⚠️ Controller error: {exc}"))
             yield st.messages, st
             return
+        if st.mode == "toolformer" and services.toolformer is not None:
+            yield from toolformer_turn(controller, text, st)
+            return
         agent = Agent(controller, services.registry, max_steps=services.max_steps)
         for event in st.session.send(agent, text):
             render_event(st.messages, event, st.session.store)
             yield st.messages, st
+
+    def toolformer_turn(controller, text: str, st: ChatState) -> Iterator[tuple[list, ChatState]]:
+        tools = {t.name: t for t in services.registry.available() if type(t).__name__ in TEXT_TOOL_CLASSES}
+        st.messages.append(gr.ChatMessage(content="…", metadata={"title": "🤔 decoding with calls…",
+                                                                   "status": "pending"}))
+        yield st.messages, st
+        st.messages.pop()
+        try:
+            out = services.toolformer(controller, text, tools)
+        except (ValueError, ControllerError) as exc:
+            st.messages.append(gr.ChatMessage(content=f"⚠️ {exc}"))
+            st.session.history.append(Turn(text, f"Error: {exc}"))
+            yield st.messages, st
+            return
+        for call in out.calls:
+            st.messages.append(gr.ChatMessage(content=f"`{call.tool}({call.args})` → {call.result}", metadata={
+                "title": ("⚠️ " if call.failed else "🛠️ ") + call.tool, "status": "done"}))
+        for note in out.notes:
+            st.messages.append(gr.ChatMessage(content=note, metadata={"title": "⚠️ call dropped", "status": "done"}))
+        reply = out.text.strip() or "(no answer)"
+        st.messages.append(gr.ChatMessage(content=reply))
+        st.session.history.append(Turn(text, reply))
+        yield st.messages, st
+
+    def set_mode(value: str, st: ChatState | None):
+        st = st or ChatState()
+        st.mode = value if value in {v for _, v in MODES} else "agent"
+        return st
 
     def undo_turn(st: ChatState | None):
         if st and st.marks:
@@ -186,10 +227,11 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
     box.submit(add_message, [box, state], [chatbot, box, state], api_name="add_message", queue=False).then(
         respond, state, [chatbot, state], api_name="respond", concurrency_id="controller").then(
         lambda: gr.MultimodalTextbox(interactive=True), None, box, api_visibility="private")
+    mode.change(set_mode, [mode, state], state, api_name="set_mode")
     undo.click(undo_turn, state, [chatbot, state], api_name="undo")
     clear.click(clear_all, state, [chatbot, state], api_name="clear")
     load.click(load_controller, [backend, location, adapter, state], [status, state], api_name="load_controller",
                concurrency_id="controller")
     return {"chatbot": chatbot, "box": box, "state": state, "status": status, "tools": tools,
-            "backend": backend, "location": location, "adapter": adapter,
+            "backend": backend, "location": location, "adapter": adapter, "mode": mode,
             "load": (load_controller, [backend, location, adapter, state], [status, state])}

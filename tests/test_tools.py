@@ -16,7 +16,8 @@ from visual_tools.canny import Image2Canny
 
 @pytest.mark.parametrize("cls", TOOL_CLASSES.values(), ids=list(TOOL_CLASSES))
 def test_every_tool_keeps_the_contract(cls):
-    assert cls.name and cls.description and cls.inputs and cls.output in ("image_path", "text")
+    assert cls.name and cls.description and cls.output in ("image_path", "text")
+    assert cls.inputs or cls.name == "Calendar"  # Toolformer's `[Calendar()]` takes nothing
     assert cls.backend and "_" not in cls.op
     assert list(inspect.signature(cls.forward).parameters)[1:] == [i.name for i in cls.inputs]
     registry = ToolRegistry.from_load(f"{cls.__name__}_cpu")  # brings the tools it reuses

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import (BertTokenizerFast, BlipConfig, BlipForConditionalGeneration, BlipForQuestionAnswering,
-                          BlipImageProcessor, BlipProcessor, LlamaConfig, LlamaForCausalLM,
-                          PreTrainedTokenizerFast)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, BertTokenizerFast, BlipConfig,
+                          BlipForConditionalGeneration, BlipForQuestionAnswering, BlipImageProcessor, BlipProcessor,
+                          LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast)
 
 from agent.prompts import FORMAT_INSTRUCTIONS, PREFIX, SUFFIX
 
@@ -199,4 +199,61 @@ def build_tiny_upernet(folder: Path, num_labels: int = 150) -> Path:
         backbone_config=backbone, hidden_size=16, pool_scales=[1, 2, 3, 6], use_auxiliary_head=False,
         num_labels=num_labels)).save_pretrained(folder)
     SegformerImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder
+
+
+def build_tiny_bert_qa(folder: Path) -> Path:
+    """A tiny extractive-QA BERT with a WordPiece vocabulary of the words its test asks about."""
+    from transformers import BertConfig, BertForQuestionAnswering
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "designed", "the", "eiffel", "tower", "is", "a",
+             "in", "paris", "france", "it", "was", "by", "gustave", "engineer", "of", ".", ",", ":", "?"]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.txt").write_text("\n".join(words) + "\n")
+    tokenizer = BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), model_max_length=384)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(words), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=37, max_position_embeddings=512)
+    BertForQuestionAnswering(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def build_tiny_m2m100(folder: Path) -> Path:
+    """A tiny NLLB-architecture (M2M100) translator whose vocabulary holds NLLB's language codes."""
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+    special = ["<s>", "<pad>", "</s>", "<unk>", "eng_Latn", "deu_Latn", "fra_Latn"]
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(["der klassische jüdische Mann", "the classic Jewish man", "le chat noir"],
+                            trainers.BpeTrainer(vocab_size=300, special_tokens=special,
+                                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", pad_token="<pad>", eos_token="</s>",
+                                        unk_token="<unk>")
+    torch.manual_seed(0)
+    config = M2M100Config(vocab_size=len(tokenizer), d_model=16, encoder_layers=1, decoder_layers=1,
+                          encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32,
+                          decoder_ffn_dim=32, max_position_embeddings=128, pad_token_id=1, bos_token_id=0,
+                          eos_token_id=2, decoder_start_token_id=2)
+    M2M100ForConditionalGeneration(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def teach_tiny_llama(base: Path, folder: Path, target: str, context: str = "") -> Path:
+    """The tiny model taught to write `target` after `context` (full fine-tuning, a few seconds): a real model
+    that writes calls."""
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    head = [tokenizer.bos_token_id, *tokenizer(context, add_special_tokens=False)["input_ids"]]
+    tail = tokenizer(target, add_special_tokens=False)["input_ids"]
+    ids, labels = torch.tensor([head + tail]), torch.tensor([[-100] * len(head) + tail])
+    torch.manual_seed(0)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        model(input_ids=ids, labels=labels).loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
     return folder

@@ -1,4 +1,4 @@
-"""`python -m training generate|import|export|split|review|train`: data and training from the shell."""
+"""`python -m training generate|import|export|split|review|train|evaluate|toolformer`: data and training."""
 from __future__ import annotations
 
 import argparse
@@ -146,6 +146,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from .toolformer import cli as toolformer_cli
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -229,11 +230,15 @@ def main(argv: list[str] | None = None) -> None:
     ev.add_argument("--json", action="store_true", help="print the table as JSON")
     ev.set_defaults(func=cmd_evaluate)
 
+    toolformer_cli.add_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "review" and ((args.action == "import" and not args.file)
                                      or (args.action == "export" and not args.out)):
         parser.error("review import needs FILE; review export needs --out")
-    args.func(args)
+    if args.command == "toolformer":
+        toolformer_cli.main(args)
+    else:
+        args.func(args)
 
 
 if __name__ == "__main__":

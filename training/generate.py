@@ -14,7 +14,7 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
-from visual_tools import Tool, ToolRegistry
+from visual_tools import VISUAL_TOOL_CLASSES, Tool, ToolRegistry
 from visual_tools.image_store import output_name
 
 from . import templates
@@ -153,7 +153,7 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
     paths = list_images(Path(images), report)
     if not paths:
         raise ValueError(f"no images in {images} ({len(report.skipped_files)} other files skipped)")
-    tools = registry.all()
+    tools = [t for t in registry.all() if type(t).__name__ in VISUAL_TOOL_CLASSES]  # text tools: Toolformer's
     done = {json.loads(line)["source"]["job"] for line in raw_out.read_text().splitlines() if line.strip()} \
         if raw_out.is_file() else set()
     known = load_annotations(Path(images))

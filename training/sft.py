@@ -11,6 +11,7 @@ import hashlib
 import json
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -175,28 +176,39 @@ def last_checkpoint(run_dir: Path) -> str | None:
     return str(max(complete, key=lambda p: int(p.name.rsplit("-", 1)[1]))) if complete else None
 
 
-def train(config: TrainConfig) -> Path:
-    """Train a LoRA adapter; returns its folder (`<out>/adapter`), with `toolsmith.json` beside its weights."""
-    from peft import LoraConfig, get_peft_model
-
-    run_dir = Path(config.out)
-    records, digest = load_records(config.data)
-    source, base_name = base_checkpoint(config.base)
-    quantized = config.load_in_8bit or config.load_in_4bit
-    if quantized and not torch.cuda.is_available():
+def load_tokenizer(config: TrainConfig):
+    """The base model's tokenizer (with a pad token) and the prompt format resolved for it; bad settings raise."""
+    if (config.load_in_8bit or config.load_in_4bit) and not torch.cuda.is_available():
         raise TrainingError("--load-in-8bit/4bit needs a CUDA GPU and bitsandbytes (pip install -e '.[gpu]')")
+    source, _ = base_checkpoint(config.base)
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as exc:
         raise TrainingError(f"cannot load base model '{config.base}': {exc}") from None
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    chat_format = resolve_chat_format(tokenizer, config.chat_format)
+    return tokenizer, resolve_chat_format(tokenizer, config.chat_format)
+
+
+def train(config: TrainConfig) -> Path:
+    """Train a LoRA adapter on records; returns its folder (`<out>/adapter`), with `toolsmith.json` beside it."""
+    records, digest = load_records(config.data)
+    tokenizer, chat_format = load_tokenizer(config)
     rows, dropped = build_examples(records, tokenizer, chat_format, config.cutoff, ToolRegistry.from_load())
     if not rows:
         reasons = ", ".join(f"{k}: {v}" for k, v in dropped.items()) or "the file holds no records"
         raise TrainingError(f"no valid training examples in {config.data} ({len(records)} records; {reasons})")
+    return fit(config, tokenizer, rows, {"chat_format": chat_format, "data_sha256": digest, "records": len(records),
+                                         "dropped": dict(dropped)}, model_card)
 
+
+def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Callable[[dict], str]) -> Path:
+    """LoRA-tune the base on tokenized `rows`; save the adapter, `toolsmith.json` (`meta` + results) and `card`."""
+    from peft import LoraConfig, get_peft_model
+
+    run_dir = Path(config.out)
+    source, base_name = base_checkpoint(config.base)
+    quantized = config.load_in_8bit or config.load_in_4bit
     quantization = None
     if quantized:
         from transformers import BitsAndBytesConfig
@@ -222,12 +234,11 @@ def train(config: TrainConfig) -> Path:
     (adapter_dir / "adapter_config.json").write_text(json.dumps(
         {**json.loads((adapter_dir / "adapter_config.json").read_text()), "base_model_name_or_path": base_name},
         indent=2))
-    meta = {"base": base_name, "base_fingerprint": fingerprint(model.config), "chat_format": chat_format,
-            "data": config.data, "data_sha256": digest, "records": len(records), "examples": len(rows),
-            "dropped": dict(dropped), "global_step": trainer.state.global_step, "train_loss": result.training_loss,
+    meta = {"base": base_name, "base_fingerprint": fingerprint(model.config), "data": config.data, **meta,
+            "examples": len(rows), "global_step": trainer.state.global_step, "train_loss": result.training_loss,
             "stopped_early": (run_dir / STOP_FILE).exists(), "config": asdict(config)}
     (adapter_dir / META_FILE).write_text(json.dumps(meta, indent=2))
-    (adapter_dir / "README.md").write_text(model_card(meta))  # instead of peft's blank template
+    (adapter_dir / "README.md").write_text(card(meta))  # instead of peft's blank template
     log.write(event="done", step=trainer.state.global_step, max_steps=trainer.state.max_steps,
               adapter=str(adapter_dir), train_loss=result.training_loss)
     return adapter_dir

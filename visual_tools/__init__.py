@@ -2,7 +2,8 @@
 from .base import Input, Tool, ToolInputError
 from .image_store import ImageInputError, ImageStore, data_home
 from .invoke import ToolResult, invoke
-from .registry import TOOL_CLASSES, ToolRegistry, UnknownToolError, parse_load
+from .registry import TEXT_TOOL_CLASSES, TOOL_CLASSES, VISUAL_TOOL_CLASSES, ToolRegistry, UnknownToolError, parse_load
 
-__all__ = ["Input", "Tool", "ToolInputError", "ImageInputError", "ImageStore", "data_home",
-           "ToolResult", "invoke", "TOOL_CLASSES", "ToolRegistry", "UnknownToolError", "parse_load"]
+__all__ = ["Input", "Tool", "ToolInputError", "ImageInputError", "ImageStore", "data_home", "ToolResult", "invoke",
+           "TOOL_CLASSES", "VISUAL_TOOL_CLASSES", "TEXT_TOOL_CLASSES", "ToolRegistry", "UnknownToolError",
+           "parse_load"]

@@ -25,8 +25,9 @@ from .shape import Text2Shape
 from .scribble import Image2Scribble
 from .segmentation import Image2Seg
 from .superres import SuperResolution
+from .text_tools import QA, MT, Calculator, Calendar, WikiSearch
 
-TOOL_CLASSES: dict[str, type[Tool]] = {
+VISUAL_TOOL_CLASSES: dict[str, type[Tool]] = {
     cls.__name__: cls for cls in (
         ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line, Image2Scribble, Image2Pose, CropImage,
         TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
@@ -34,6 +35,9 @@ TOOL_CLASSES: dict[str, type[Tool]] = {
         NormalText2Image, Image2Depth, Image2Normal, Segmenting, Text2Box, ObjectSegmenting,
         ReplaceSomething, RemoveSomething, Detection, Text2Shape, Image2Seg, Image2Hed)
 }
+TEXT_TOOL_CLASSES: dict[str, type[Tool]] = {  # Toolformer's text tools, also offered to the agent
+    cls.__name__: cls for cls in (Calculator, Calendar, WikiSearch, QA, MT)}
+TOOL_CLASSES = VISUAL_TOOL_CLASSES | TEXT_TOOL_CLASSES
 
 
 def default_device() -> str:

@@ -1,7 +1,9 @@
-"""The training package's tabs: Data, Review, Train and Evaluate."""
+"""The training package's tabs: Data, Review, Train (LoRA and Toolformer) and Evaluate."""
 from .data_tab import build_data_tab
 from .evaluate_tab import build_evaluate_tab
 from .review_tab import HOTKEYS, build_review_tab
+from .toolformer_tab import build_toolformer_tab
 from .train_tab import build_train_tab
 
-__all__ = ["build_data_tab", "build_review_tab", "build_train_tab", "build_evaluate_tab", "HOTKEYS"]
+__all__ = ["build_data_tab", "build_review_tab", "build_train_tab", "build_toolformer_tab", "build_evaluate_tab",
+           "HOTKEYS"]

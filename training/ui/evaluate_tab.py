@@ -70,4 +70,59 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
 
     run.click(on_run, [data, upload, controller, adapter, unseen, limit, strict], [table, chart, predictions, files],
               api_name="evaluate", concurrency_id="controller")
+    with gr.Accordion("Toolformer: math word problems with and without calls", open=False):
+        build_toolformer_eval()
     return {"data": data, "controller": controller, "adapter": adapter, "run": run, "table": table, "chart": chart}
+
+
+def build_toolformer_eval() -> None:
+    """SVAMP-style math (first number of the answer) for each call-trigger k, and perplexity with calls disabled.
+
+    The model loads as `python -m training toolformer evaluate` loads it: raw text, no GPT4Tools adapter.
+    """
+    from ..toolformer.evaluate import SVAMP, load_math, math_eval, perplexity
+    from ..toolformer.lm import load_lm
+    from ..toolformer.evaluate import markdown as math_markdown
+    from visual_tools.text_tools import read_texts
+    from .toolformer_tab import WIKI
+    with gr.Row():
+        with gr.Column(scale=2):
+            model = gr.Textbox("embedded", label="Model ('embedded', a hub id or a folder)")
+            adapter = gr.Textbox(label="Toolformer adapter folder (optional)")
+            math_file = gr.Textbox(str(SVAMP), label="Math problems (SVAMP-style JSON or JSONL of {question, answer})")
+            with gr.Row():
+                ks = gr.Textbox("0,1,3,10", label="Top-k values (0: calls disabled)")
+                limit = gr.Number(20, label="Problems", precision=0, minimum=1)
+                ppl = gr.Checkbox(True, label="Perplexity on held-out text")
+            go = gr.Button("Evaluate with calls", variant="primary")
+        with gr.Column(scale=3):
+            result = gr.Markdown()
+    loaded: dict = {}  # (model, adapter) -> the last model loaded, kept for the next evaluation
+
+    def on_run(model_, adapter_, math_, ks_, limit_, ppl_, progress=gr.Progress()):
+        try:
+            k_values = [int(k) for k in (ks_ or "0").split(",") if k.strip()]
+            problems = load_math(math_.strip(), int(limit_))
+        except (ValueError, OSError, KeyError) as exc:
+            raise gr.Error(f"cannot read the problems or the k values: {exc}") from None
+        if not problems:
+            raise gr.Error("no problems in the file")
+        key = ((model_ or "embedded").strip(), (adapter_ or "").strip() or None)
+        try:
+            if key not in loaded:
+                loaded.clear()  # one model at a time
+                loaded[key] = load_lm(*key)
+            lm = loaded[key]
+        except (ControllerError, ValueError) as exc:
+            raise gr.Error(str(exc)) from None
+        tools = {t.name: t for t in ToolRegistry.from_load("Calculator_cpu,Calendar_cpu").all()}
+        rows, _ = math_eval(lm.model, lm.tokenizer, tools, problems, k_values,
+                            on_progress=lambda done, total: progress(done / total, desc="decoding"))
+        text = f"**{lm.name}** on {len(problems)} problems of `{Path(math_).name}`\n\n{math_markdown(rows)}"
+        if ppl_:
+            text += f"\n\nPerplexity on `{Path(WIKI).name}` (calls disabled): " \
+                    f"{perplexity(lm.model, lm.tokenizer, read_texts(WIKI)):.3f}"
+        return text
+
+    go.click(on_run, [model, adapter, math_file, ks, limit, ppl], result, api_name="toolformer_evaluate",
+             concurrency_id="controller")

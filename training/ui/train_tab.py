@@ -25,14 +25,16 @@ ROOT = Path(__file__).resolve().parents[2]
 RUN_NAME = re.compile(r"[\w-][\w.-]{0,63}")
 
 
-def runs_dir() -> Path:
-    path = data_home() / "runs"
+def runs_dir(kind: str = "runs") -> Path:
+    """Where runs of a kind live: `runs` (LoRA) or `toolformer`, under the data folder."""
+    path = data_home() / kind
     path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def list_runs() -> list[str]:
-    return [p.name for p in sorted(runs_dir().iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+def list_runs(kind: str = "runs") -> list[str]:
+    """Run names, newest first (a run is a folder with its command.json)."""
+    return [p.name for p in sorted(runs_dir(kind).iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
             if (p / "command.json").is_file()]
 
 
