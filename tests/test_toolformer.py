@@ -13,7 +13,7 @@ import torch
 from tiny_models import teach_tiny_llama
 
 from training.toolformer.annotate import (Candidate, annotate, merge, prefilter, score, weighted_losses)
-from training.toolformer.corpus import make_corpus
+from training.toolformer.corpus import cloze, make_corpus
 from training.toolformer.decode import generate_with_calls, run_call
 from training.toolformer.evaluate import first_number, load_math
 from training.toolformer.lm import load_lm
@@ -177,10 +177,17 @@ def test_math_scoring_reads_the_first_number_the_model_wrote():
     assert first_number("no idea") is None
 
 
-def test_the_synthetic_corpus_passes_the_prefilters():
+def test_the_synthetic_corpus_passes_the_prefilters_and_makes_cloze_problems(tmp_path):
     rows = make_corpus(50, seed=1)
     assert len(rows) == 50 and all(r["date"] for r in rows)
     assert all(prefilter("Calculator" if r["kind"] == "calculator" else "Calendar", r["text"]) for r in rows)
+    problems = cloze(rows)
+    assert len(problems) == sum(r["kind"] == "calculator" for r in rows)
+    text = next(r["text"] for r in rows if r["kind"] == "calculator")
+    assert text.startswith(problems[0]["prompt"]) and f"{problems[0]['answer']:g}" in text[len(problems[0]["prompt"]):]
+    path = tmp_path / "cloze.jsonl"
+    path.write_text("\n".join(json.dumps(p) for p in problems))
+    assert load_math(path)[0]["prompt"] == problems[0]["prompt"]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -151,35 +151,55 @@ def execute(tool: Tool, args: str) -> tuple[str | None, str]:
     return str(result), ""
 
 
+def _share_prefixes(seqs: list[tuple[int, ...]]) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """Map every sequence to the longest one it is a prefix of (itself if none): one forward pass serves all
+    (the no-call text at several positions, the same call sampled at several positions of a text)."""
+    reps: list[tuple[int, ...]] = []
+    owner = {}
+    for seq in sorted(set(seqs), key=len, reverse=True):
+        rep = next((r for r in reps if r[: len(seq)] == seq), None)
+        if rep is None:
+            reps.append(seq)
+            rep = seq
+        owner[seq] = rep
+    return owner
+
+
 @torch.inference_mode()
 def weighted_losses(model, sequences: list[tuple[list[int], int]], pad_id: int, batch_size: int = 32,
-                    sort: bool = True) -> list[float]:
+                    share: bool = True) -> list[float]:
     """Σ_t w_t · −log p(ids[s + t] | ids[:s + t]) for each (ids, s), t < 5, in right-padded batches.
 
-    Each sequence should end at s + 5 (later tokens cannot change the loss). `sort` groups equal lengths.
+    Each sequence should end at s + 5 (later tokens cannot change the loss). `share`: a sequence that is a
+    prefix of another (or equal to it) is read from that one's forward pass, and batches are length-sorted;
+    without it every sequence gets its own row, in the order given.
     """
-    order = sorted(range(len(sequences)), key=lambda n: len(sequences[n][0])) if sort else range(len(sequences))
-    order = list(order)
+    keys = [tuple(ids) for ids, _ in sequences]
+    owner = _share_prefixes(keys) if share else {}
+    rows = sorted(set(owner.values()), key=len) if share else keys
+    readers: dict[int, list[int]] = {}  # row -> the sequences read from it
+    index = {rep: n for n, rep in enumerate(rows)} if share else {}
+    for n, key in enumerate(keys):
+        readers.setdefault(index[owner[key]] if share else n, []).append(n)
     losses = [0.0] * len(sequences)
     weights = torch.tensor(WEIGHTS, device=model.device)
-    for chunk_start in range(0, len(order), batch_size):
-        chunk = order[chunk_start: chunk_start + batch_size]
-        width = max(len(sequences[n][0]) for n in chunk)
+    for chunk_start in range(0, len(rows), batch_size):
+        chunk = range(chunk_start, min(chunk_start + batch_size, len(rows)))
+        width = max(len(rows[r]) for r in chunk)
         ids = torch.full((len(chunk), width), pad_id, dtype=torch.long, device=model.device)
         mask = torch.zeros_like(ids)
-        for row, n in enumerate(chunk):
-            seq = sequences[n][0]
-            ids[row, : len(seq)] = torch.tensor(seq, device=model.device)
-            mask[row, : len(seq)] = 1
+        for row, r in enumerate(chunk):
+            ids[row, : len(rows[r])] = torch.tensor(rows[r], device=model.device)
+            mask[row, : len(rows[r])] = 1
         logits = model(input_ids=ids, attention_mask=mask).logits
-        for row, n in enumerate(chunk):
-            seq, s = sequences[n]
-            targets = torch.tensor(seq[s: s + len(WEIGHTS)], device=model.device)
-            if len(targets) == 0:
-                continue
-            logp = logits[row, s - 1: s - 1 + len(targets)].float().log_softmax(-1)
-            nll = -logp.gather(1, targets[:, None])[:, 0]
-            losses[n] = float((weights[: len(targets)] * nll).sum())
+        for row, r in enumerate(chunk):
+            for n in readers.get(r, []):
+                seq, s = sequences[n]
+                targets = torch.tensor(seq[s: s + len(WEIGHTS)], device=model.device)
+                if len(targets) == 0:
+                    continue
+                logp = logits[row, s - 1: s - 1 + len(targets)].float().log_softmax(-1)
+                losses[n] = float((weights[: len(targets)] * -logp.gather(1, targets[:, None])[:, 0]).sum())
     return losses
 
 
@@ -199,19 +219,16 @@ def score(model, tokenizer, cands: list[Candidate], x_ids: dict[int, list[int]],
           batch_size: int = 32) -> None:
     """Fill L⁺, L(no call), L(empty result) of every candidate.
 
-    Batched: the distinct sequences of all candidates (the no-call sequence of a position and the empty-result
-    sequence of a repeated call are shared) in length-sorted batches. Unbatched: one forward per candidate.
+    Batched: the sequences of all candidates in length-sorted batches, each computed once even when it is a
+    prefix of another (the no-call text at every position of a text, a call sampled again or at a later
+    position). Unbatched: one forward pass per candidate (its three sequences).
     """
     per_cand = [candidate_sequences(tokenizer, c, x_ids[c.text_id]) for c in cands]
     if batched:
-        unique: dict[tuple, int] = {}
-        for seqs in per_cand:
-            for ids, s in seqs:
-                unique.setdefault((tuple(ids), s), len(unique))
-        losses = weighted_losses(model, [(list(k[0]), k[1]) for k in unique], tokenizer.pad_token_id, batch_size)
-        values = [[losses[unique[(tuple(ids), s)]] for ids, s in seqs] for seqs in per_cand]
+        flat = weighted_losses(model, [seq for seqs in per_cand for seq in seqs], tokenizer.pad_token_id, batch_size)
+        values = [flat[3 * n: 3 * n + 3] for n in range(len(cands))]
     else:
-        values = [weighted_losses(model, seqs, tokenizer.pad_token_id, len(seqs), sort=False) for seqs in per_cand]
+        values = [weighted_losses(model, seqs, tokenizer.pad_token_id, len(seqs), share=False) for seqs in per_cand]
     for cand, (plus, empty, none) in zip(cands, values):
         cand.l_plus, cand.l_empty, cand.l_none = plus, empty, none
 

@@ -191,8 +191,11 @@ def add_parser(sub) -> None:
     corpus = tsub.add_parser("corpus", help="write the synthetic Calculator/Calendar corpus (labelled synthetic)")
     corpus.add_argument("--n", type=int, default=300)
     corpus.add_argument("--seed", type=int, default=0)
+    corpus.add_argument("--cloze", action="store_true",
+                        help="write held-out cloze problems instead: Calculator texts cut before their last number "
+                             "(for `evaluate --math`)")
     corpus.add_argument("--out", required=True)
-    corpus.set_defaults(func=lambda a: print(f"{_write_corpus(a)} texts written to {a.out}"))
+    corpus.set_defaults(func=lambda a: print(f"{_write_corpus(a)} rows written to {a.out}"))
 
     an = tsub.add_parser("annotate", help="sample, execute and filter calls; write C* and the candidate log")
     model_args(an)
@@ -238,8 +241,9 @@ def add_parser(sub) -> None:
 
 def _write_corpus(args: argparse.Namespace) -> int:
     from .annotate import write_jsonl
-    from .corpus import make_corpus
-    return write_jsonl(Path(args.out), make_corpus(args.n, args.seed))
+    from .corpus import cloze, make_corpus
+    rows = make_corpus(args.n, args.seed)
+    return write_jsonl(Path(args.out), cloze(rows) if args.cloze else rows)
 
 
 def main(args: argparse.Namespace) -> None:

@@ -8,6 +8,7 @@ everywhere it is used.
 from __future__ import annotations
 
 import random
+import re
 from datetime import date, timedelta
 
 NAMES = ["Anna", "Ben", "Chloe", "David", "Emma", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Kemi", "Liam"]
@@ -59,3 +60,14 @@ def make_corpus(n: int, seed: int = 0, calendar_share: float = 0.3) -> list[dict
         else:
             rows.append({"text": _calculator_text(rng), "date": day.isoformat(), "kind": "calculator"})
     return rows
+
+
+def cloze(rows: list[dict]) -> list[dict]:
+    """Calculator texts cut before their last number, which becomes the answer: {"id", "prompt", "answer"}."""
+    out = []
+    for n, row in enumerate(rows):
+        numbers = list(re.finditer(r"\d+", row["text"]))
+        if row.get("kind") == "calculator" and numbers:
+            out.append({"id": str(n), "prompt": row["text"][: numbers[-1].start()].rstrip(),
+                        "answer": float(numbers[-1].group())})
+    return out

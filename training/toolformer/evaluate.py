@@ -22,7 +22,7 @@ NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def load_math(path: str | Path = SVAMP, limit: int = 0) -> list[dict]:
-    """SVAMP-style problems ({Body, Question, Answer}) or JSONL {question, answer} -> [{question, answer}]."""
+    """SVAMP-style problems ({Body, Question, Answer}) or JSONL {question | prompt, answer} -> problems."""
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     raw = json.loads(text) if path.suffix == ".json" else [json.loads(ln) for ln in text.splitlines() if ln.strip()]
@@ -33,9 +33,9 @@ def load_math(path: str | Path = SVAMP, limit: int = 0) -> list[dict]:
             question = f"{body}{'' if body.endswith(('.', '?', '!')) else '.'} {item['Question'].strip()}"
             problems.append({"id": item.get("ID", str(len(problems))), "question": question,
                              "answer": float(item["Answer"])})
-        else:
-            problems.append({"id": str(item.get("id", len(problems))), "question": item["question"],
-                             "answer": float(item["answer"])})
+        else:  # {question, answer}, or {prompt, answer}: a raw prompt (a cloze of `toolformer corpus --cloze`)
+            problems.append({"id": str(item.get("id", len(problems))), "question": item.get("question", ""),
+                             "prompt": item.get("prompt"), "answer": float(item["answer"])})
     return problems[:limit] if limit else problems
 
 
@@ -59,8 +59,8 @@ def math_eval(model, tokenizer, tools: Mapping[str, Tool], problems: list[dict],
     for k in ks:
         right = calls = 0
         for problem in problems:
-            out = generate_with_calls(model, tokenizer, ANSWER_PROMPT.format(question=problem["question"]), tools,
-                                      k=k, max_new_tokens=max_new_tokens)
+            prompt = problem.get("prompt") or ANSWER_PROMPT.format(question=problem["question"])
+            out = generate_with_calls(model, tokenizer, prompt, tools, k=k, max_new_tokens=max_new_tokens)
             predicted = first_number(out.text)
             ok = correct(predicted, problem["answer"])
             right, calls = right + ok, calls + bool(out.calls)
