@@ -183,7 +183,8 @@ def add_parser(sub) -> None:
         p.add_argument("--calls-only", action="store_true", help="train only on the texts that got calls")
 
     def eval_args(p):
-        p.add_argument("--math", default=str(Path(__file__).resolve().parents[2] / "assets/svamp/SVAMP.json"),
+        from .evaluate import SVAMP
+        p.add_argument("--math", default=str(SVAMP),
                        help="SVAMP-style JSON or a JSONL of {question, answer}")
         p.add_argument("--k", default="0,1,3,10", help="call-trigger top-k values (0: calls disabled)")
         p.add_argument("--ppl", default=None, help="held-out texts for perplexity with calls disabled")

@@ -17,6 +17,7 @@ import gradio as gr
 import pandas as pd
 
 from visual_tools import data_home
+from visual_tools.text_tools import DEFAULT_CORPUS
 
 from ..sft import LOG_FILE as TRAINER_LOG
 from ..toolformer.annotate import write_jsonl
@@ -27,7 +28,7 @@ from .train_tab import ROOT, RUN_NAME, _alive, list_runs, runs_dir
 
 KIND = "toolformer"  # runs live in $TOOLSMITH_HOME/toolformer/<name>
 SYNTHETIC = "synthetic (Calculator + Calendar texts, generated)"
-WIKI = str(ROOT / "assets" / "wiki" / "passages.jsonl")
+WIKI = str(DEFAULT_CORPUS)  # the shipped passages: held-out text for perplexity
 CANDIDATE_COLUMNS = ["gain (L⁻ − L⁺)", "call", "text", "kept"]
 STAGES = {"annotate": "1/3 annotating", "train": "2/3 fine-tuning", "evaluate": "3/3 evaluating"}
 
