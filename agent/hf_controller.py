@@ -1,6 +1,7 @@
 """A transformers causal LM as the controller, with a reused KV cache for the shared prompt prefix."""
 from __future__ import annotations
 
+import copy
 import json
 import threading
 from collections.abc import Iterator, Sequence
@@ -138,37 +139,48 @@ class TransformersController:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     # --- generation ----------------------------------------------------------------------------
+    def _prefill(self, ids: list[int]) -> DynamicCache:
+        """The kept KV cache extended to cover `ids[:-1]`, reusing the longest common prefix (under the lock)."""
+        keep = min(_common_prefix(ids, self._cache_ids), len(ids) - 1) if self.prefix_cache else 0
+        if keep > 0 and self._cache is not None:
+            self._cache.crop(keep - self._cache.get_seq_length())  # negative: tokens to drop
+        else:
+            keep, self._cache = 0, DynamicCache(config=self.model.config)
+        self._cache_ids = []  # the cache is being extended: trust it again only once this returns
+        self.reused_tokens += keep
+        if keep < len(ids) - 1:
+            self.model(torch.tensor([ids[keep:-1]], device=self.model.device), cache=self._cache)
+        self._cache_ids = ids[:-1]
+        return self._cache
+
     def _generate_ids(self, ids: list[int], *, stop: Sequence[str], max_new_tokens: int, temperature: float,
                       n: int = 1, streamer=None) -> list[list[int]]:
-        """Generate under the lock; with n == 1 reuse (and then keep) the prefix KV cache."""
-        input_ids = torch.tensor([ids], device=self.model.device)
-        kwargs = dict(max_new_tokens=max_new_tokens, num_return_sequences=n, streamer=streamer,
-                      do_sample=temperature > 0, pad_token_id=self.tokenizer.pad_token_id,
-                      return_dict_in_generate=True, attention_mask=torch.ones_like(input_ids))
+        """Generate under the lock, reusing (and keeping) the prefix KV cache of the prompt.
+
+        With n > 1 the prompt is encoded once and its cache copied n times: the n samples share one prefill
+        (`generate(num_return_sequences=n)` would encode the prompt n times)."""
+        kwargs = dict(max_new_tokens=max_new_tokens, streamer=streamer, do_sample=temperature > 0,
+                      pad_token_id=self.tokenizer.pad_token_id, return_dict_in_generate=True)
         if temperature > 0:
             kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         if stop:
             kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
-        reuse = self.prefix_cache and n == 1
+        input_ids = torch.tensor([ids] * n, device=self.model.device)
         with self._lock, torch.inference_mode():
-            if reuse:
-                keep = min(_common_prefix(ids, self._cache_ids), len(ids) - 1)
-                if keep > 0 and self._cache is not None:
-                    self._cache.crop(keep - self._cache.get_seq_length())  # negative: tokens to drop
-                else:
-                    keep, self._cache = 0, DynamicCache(config=self.model.config)
-                kwargs["cache"] = self._cache
-                self._cache_ids = []  # the cache is being extended: trust it again only once this returns
-                self.reused_tokens += keep
             self.prompt_tokens += len(ids)
             try:
-                out = self.model.generate(input_ids, **kwargs)
+                cache = self._prefill(ids)
+                if n > 1:
+                    cache = copy.deepcopy(cache)
+                    cache.batch_repeat_interleave(n)
+                out = self.model.generate(input_ids, attention_mask=torch.ones_like(input_ids), cache=cache,
+                                          **kwargs)
             except torch.OutOfMemoryError:
-                self._cache = None
+                self._cache, self._cache_ids = None, []
                 raise ControllerError(f"{self.name} ran out of memory on a {len(ids)}-token prompt") from None
-            if reuse:
+            if n == 1 and self.prefix_cache:
                 self._cache = out.cache
                 self._cache_ids = out.sequences[0, : self._cache.get_seq_length()].tolist()
         return [seq[len(ids):].tolist() for seq in out.sequences]

@@ -1,4 +1,4 @@
-"""`python -m training generate|import|export|split|review|train|evaluate|toolformer`: data and training."""
+"""`python -m training generate|import|export|split|review|train|evaluate|toolformer|toolace-r|bfcl`."""
 from __future__ import annotations
 
 import argparse
@@ -119,6 +119,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from agent.controller import ControllerError, load_controller
     from .evaluate import evaluate, load_cases, markdown, summary, write_report
+    from .toolace_r.refine import SelfRefine
     tools = _registry(None).tools
     try:
         cases, problems = load_cases(args.data, tools)
@@ -130,7 +131,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if not cases:
         raise SystemExit(f"error: no cases in {args.data}")
     try:
-        controller = load_controller(args.controller, adapter=args.adapter)
+        controller = SelfRefine(load_controller(args.controller, adapter=args.adapter), args.refine, args.rounds,
+                                style="gpt4tools", tools=tools)
     except ControllerError as exc:
         raise SystemExit(f"error: {exc}") from None
     unseen = [name.strip() for name in (args.unseen or "").split(";") if name.strip()]
@@ -143,9 +145,13 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
                           "files": {k: str(v) for k, v in paths.items()}}, indent=1))
     else:
         print(f"{controller.name} on {args.data}\n{markdown(rows)}")
+    if args.refine != "none":
+        print(f"mean refine rounds per step: {controller.mean_rounds():.2f}")
 
 
 def main(argv: list[str] | None = None) -> None:
+    from .toolace_r import cli as toolace_cli
+    from .toolace_r.refine import REFINE_MODES, ROUNDS
     from .toolformer import cli as toolformer_cli
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -228,9 +234,13 @@ def main(argv: list[str] | None = None) -> None:
                     help="an image argument must come from the gold image (GPT4Tools only checks '.png')")
     ev.add_argument("--out", default=None, help="folder for summary.md, summary.csv, predictions.jsonl")
     ev.add_argument("--json", action="store_true", help="print the table as JSON")
+    ev.add_argument("--refine", default="none", choices=REFINE_MODES,
+                    help="ToolACE-R self-refinement of each step (adaptive: until two answers agree)")
+    ev.add_argument("--rounds", type=int, default=ROUNDS, help="most refine rounds (paper: 5)")
     ev.set_defaults(func=cmd_evaluate)
 
     toolformer_cli.add_parser(sub)
+    toolace_cli.add_parsers(sub)
     args = parser.parse_args(argv)
     if args.command == "review" and ((args.action == "import" and not args.file)
                                      or (args.action == "export" and not args.out)):

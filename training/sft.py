@@ -59,6 +59,7 @@ class TrainConfig:
     load_in_8bit: bool = False
     load_in_4bit: bool = False
     resume: bool = False
+    init_adapter: str | None = None  # continue training this LoRA adapter instead of starting a new one
 
 
 def base_checkpoint(base: str) -> tuple[str, str]:
@@ -85,6 +86,16 @@ def load_records(data: str) -> tuple[list[Record], str]:
     return records, hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def encode_example(tokenizer, prompt: str, completion: str, chat_format: str) -> dict[str, list[int]]:
+    """One tokenized example: the formatted prompt masked (-100), the completion learned (a reply that does not
+    stop at an Observation ends the turn with EOS)."""
+    prompt_ids = encode_prompt(tokenizer, prompt, chat_format)
+    completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
+    if not completion.endswith("Observation:") and tokenizer.eos_token_id is not None:
+        completion_ids.append(tokenizer.eos_token_id)
+    return {"input_ids": prompt_ids + completion_ids, "labels": [-100] * len(prompt_ids) + completion_ids}
+
+
 def build_examples(records: list[Record], tokenizer, chat_format: str, cutoff: int,
                    registry: ToolRegistry) -> tuple[list[dict], Counter]:
     """Tokenized examples with masked labels, and a count of what was dropped and why."""
@@ -96,15 +107,11 @@ def build_examples(records: list[Record], tokenizer, chat_format: str, cutoff: i
             dropped[problem] += 1
             continue
         for prompt, completion in examples(record, registry.tools):
-            prompt_ids = encode_prompt(tokenizer, prompt, chat_format)
-            completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
-            if not completion.endswith("Observation:") and tokenizer.eos_token_id is not None:
-                completion_ids.append(tokenizer.eos_token_id)  # a final answer ends the turn
-            if len(prompt_ids) + len(completion_ids) > cutoff:
+            row = encode_example(tokenizer, prompt, completion, chat_format)
+            if len(row["input_ids"]) > cutoff:
                 dropped["longer than cutoff"] += 1
                 continue
-            rows.append({"input_ids": prompt_ids + completion_ids,
-                         "labels": [-100] * len(prompt_ids) + completion_ids})
+            rows.append(row)
     return rows, dropped
 
 
@@ -219,9 +226,13 @@ def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Call
     if quantized:
         from peft import prepare_model_for_kbit_training
         model = prepare_model_for_kbit_training(model)
-    model = get_peft_model(model, LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
-                                             lora_dropout=config.lora_dropout, target_modules=config.target_modules,
-                                             task_type="CAUSAL_LM"))
+    if config.init_adapter:
+        from peft import PeftModel
+        model = PeftModel.from_pretrained(model, config.init_adapter, is_trainable=True)
+    else:
+        model = get_peft_model(model, LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha,
+                                                 lora_dropout=config.lora_dropout, target_modules=config.target_modules,
+                                                 task_type="CAUSAL_LM"))
     run_dir.mkdir(parents=True, exist_ok=True)
     log = JsonlLog(run_dir)
     (run_dir / STOP_FILE).unlink(missing_ok=True)

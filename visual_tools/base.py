@@ -165,6 +165,15 @@ class Tool:
     def forward(self, **args: Any) -> str | Image.Image:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def function_doc(self) -> dict[str, Any]:
+        """The tool as a function-calling schema (BFCL's JSON form: parameters of type "dict")."""
+        about = {"image_path": "the file name of an image, e.g. image/1a2b3c4d.png", "text": "text",
+                 "number": "a number"}
+        return {"name": self.name, "description": self.description,
+                "parameters": {"type": "dict", "required": [i.name for i in self.inputs],
+                               "properties": {i.name: {"type": "string", "description": about[i.type]}
+                                              for i in self.inputs}}}
+
     def schema(self) -> dict[str, Any]:
         ok, reason = self.availability()
         return {"name": self.name, "class": type(self).__name__, "description": self.description,

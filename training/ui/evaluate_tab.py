@@ -70,9 +70,48 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
 
     run.click(on_run, [data, upload, controller, adapter, unseen, limit, strict], [table, chart, predictions, files],
               api_name="evaluate", concurrency_id="controller")
+    with gr.Accordion("BFCL: function-calling AST accuracy, with and without self-refinement", open=False):
+        build_bfcl_eval(controllers)
     with gr.Accordion("Toolformer: math word problems with and without calls", open=False):
         build_toolformer_eval()
     return {"data": data, "controller": controller, "adapter": adapter, "run": run, "table": table, "chart": chart}
+
+
+def build_bfcl_eval(controllers: ControllerPool) -> None:
+    """BFCL questions bundled with bfcl-eval, scored by its own AST checker, for each refine mode chosen."""
+    from ..toolace_r import bfcl
+    from ..toolace_r.refine import REFINE_MODES, ROUNDS, SelfRefine
+    with gr.Row():
+        with gr.Column(scale=2):
+            controller = gr.Textbox("embedded", label="Controller ('embedded', a model id/folder or a URL)")
+            adapter = gr.Textbox(label="LoRA adapter folder (optional, e.g. a ToolACE-R run's best adapter)")
+            categories = gr.CheckboxGroup(list(bfcl.CATEGORIES), value=["simple_python"], label="Categories")
+            with gr.Row():
+                limit = gr.Number(20, label="Questions per category (0: all)", precision=0, minimum=0)
+                modes = gr.CheckboxGroup(list(REFINE_MODES), value=["none", "adaptive"], label="Self-refine")
+                rounds = gr.Number(ROUNDS, label="Most refine rounds", precision=0, minimum=1)
+            go = gr.Button("Evaluate on BFCL", variant="primary")
+        with gr.Column(scale=3):
+            result = gr.Markdown()
+
+    def on_run(controller_, adapter_, categories_, limit_, modes_, rounds_, progress=gr.Progress()):
+        if not categories_ or not modes_:
+            raise gr.Error("choose at least one category and one refine mode")
+        try:
+            cases = [c for category in categories_ for c in bfcl.load_category(category, int(limit_))]
+            model = controllers.get(((controller_ or "embedded").strip(), (adapter_ or "").strip() or None))
+        except (ValueError, ControllerError, bfcl.BFCLUnavailable) as exc:
+            raise gr.Error(str(exc)) from None
+        rows = []
+        for mode in modes_:
+            refiner = SelfRefine(model, mode, int(rounds_), style="python")
+            outcomes = bfcl.evaluate(lambda prompt: refiner.answer(prompt, max_new_tokens=128), cases,
+                                     on_case=lambda done, total: progress(done / total, desc=f"refine {mode}"))
+            rows += [{"setting": f"refine {mode}", **row} for row in bfcl.summary(outcomes)]
+        return f"**{model.name}**\n\n{bfcl.markdown(rows)}"
+
+    go.click(on_run, [controller, adapter, categories, limit, modes, rounds], result, api_name="bfcl_evaluate",
+             concurrency_id="controller")
 
 
 def build_toolformer_eval() -> None:

@@ -5,10 +5,6 @@ A run lives in `$TOOLSMITH_HOME/toolformer/<name>`: the command, the process id,
 """
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +20,8 @@ from ..toolformer.annotate import write_jsonl
 from ..toolformer.cli import LOG_FILE
 from ..toolformer.corpus import make_corpus
 from ..toolformer.prompts import PROMPTS
-from .train_tab import ROOT, RUN_NAME, _alive, list_runs, runs_dir
+from .train_tab import (RUN_NAME, failure, launch, list_runs, new_run, output_of, process_state, progress_bar,
+                        read_events, runs_dir, stop_process)
 
 KIND = "toolformer"  # runs live in $TOOLSMITH_HOME/toolformer/<name>
 SYNTHETIC = "synthetic (Calculator + Calendar texts, generated)"
@@ -39,14 +36,10 @@ def corpus_choices() -> list[str]:
     return [SYNTHETIC, WIKI, *files]
 
 
-def _events(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
-
-
 def candidates_view(run: Path, n: int = 8) -> pd.DataFrame:
     """The highest- and lowest-scoring candidates (the paper's Table 10), to inspect the filter."""
-    texts = [row["original"] for row in _events(run / "cstar.jsonl")]
-    scored = [c for c in _events(run / "cstar.candidates.jsonl") if c.get("gain") is not None]
+    texts = [row["original"] for row in read_events(run / "cstar.jsonl")]
+    scored = [c for c in read_events(run / "cstar.candidates.jsonl") if c.get("gain") is not None]
     scored.sort(key=lambda c: c["gain"], reverse=True)
     shown = scored if len(scored) <= 2 * n else scored[:n] + scored[-n:]
     return pd.DataFrame([[round(c["gain"], 3), c["call"], texts[c["text_id"]] if c["text_id"] < len(texts) else "",
@@ -80,21 +73,13 @@ def tf_status(name: str | None) -> dict[str, Any]:
     if not name or not RUN_NAME.fullmatch(name) or not (runs_dir(KIND) / name / "command.json").is_file():
         return empty
     run = runs_dir(KIND) / name
-    events = _events(run / LOG_FILE)
-    pid = int((run / "pid").read_text()) if (run / "pid").is_file() else 0
-    output = (run / "output.log").read_text(errors="replace") if (run / "output.log").is_file() else ""
-    if any(e.get("event") == "done" for e in events):
-        state = "finished"
-    elif (run / "STOPPED").exists():
-        state = "stopped"
-    elif pid and _alive(pid):
-        state = "running"
-    else:
-        state = "failed"
+    events = read_events(run / LOG_FILE)
+    output = output_of(run)
+    state = process_state(run, any(e.get("event") == "done" for e in events))
     stage = next((e for e in reversed(events) if e.get("event") == "stage"), {})
     done, total = 0, 0
     if stage.get("stage") == "train":
-        logs = [e for e in _events(run / TRAINER_LOG) if e.get("event") == "log"]
+        logs = [e for e in read_events(run / TRAINER_LOG) if e.get("event") == "log"]
         done, total = (logs[-1]["step"], logs[-1]["max_steps"]) if logs else (0, 0)
     else:
         progress = [e for e in events if e.get("event") == "progress" and e.get("stage") == stage.get("stage")]
@@ -104,10 +89,9 @@ def tf_status(name: str | None) -> dict[str, Any]:
         label = STAGES.get(stage["stage"], stage["stage"]) + (f" ({stage['model']} model)" if "model" in stage else "")
         text += f" · {label}" + (f" · {done} / {total}" if total else "")
         if total:
-            text = f'<progress value="{done}" max="{total}" style="width:100%"></progress>\n\n{text}'
+            text = f"{progress_bar(done, total)}\n\n{text}"
     if state == "failed":
-        errors = [line for line in output.splitlines() if line.startswith("error:") or "Error" in line]
-        text += f" · {errors[-1] if errors else 'the process ended early'}"
+        text += f" · {failure(output)}"
     annotated = next((e for e in events if e.get("event") == "annotated"), None)
     return {"state": state, "text": text, "kept": annotated["report"] if annotated else "",
             "candidates": candidates_view(run) if annotated else empty["candidates"],
@@ -116,19 +100,11 @@ def tf_status(name: str | None) -> dict[str, Any]:
 
 def start_tf_run(name: str, corpus: str, base: str, tools: list[str], settings: dict[str, Any]) -> Path:
     """Launch `python -m training toolformer run` in its own process group; one active run at a time."""
-    if not RUN_NAME.fullmatch(name or "") or name.startswith("."):
-        raise ValueError("the run name may use letters, digits, '.', '_' and '-' only")
     if not tools:
         raise ValueError("choose at least one tool")
     if any(tool not in PROMPTS for tool in tools):
         raise ValueError(f"Toolformer tools are {', '.join(PROMPTS)}")
-    active = [r for r in list_runs(KIND) if tf_status(r)["state"] == "running"]
-    if active:
-        raise ValueError(f"run '{active[0]}' is still running; stop it first")
-    run = runs_dir(KIND) / name
-    if run.exists():
-        raise ValueError(f"run '{name}' exists already; choose another name")
-    run.mkdir(parents=True)
+    run = new_run(KIND, name, lambda r: tf_status(r)["state"])
     if corpus == SYNTHETIC:
         corpus = str(run / "corpus.jsonl")
         write_jsonl(Path(corpus), make_corpus(int(settings["limit"]), seed=0))
@@ -141,20 +117,14 @@ def start_tf_run(name: str, corpus: str, base: str, tools: list[str], settings: 
         command += ["--tool", tool]
     for flag, value in settings.items():
         command += [f"--{flag}", str(value)]
-    (run / "command.json").write_text(json.dumps(command))
-    with (run / "output.log").open("w") as output:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    (run / "pid").write_text(str(process.pid))
+    launch(run, command)
     return run
 
 
 def stop_tf_run(name: str) -> None:
-    run = runs_dir(KIND) / name
     if tf_status(name)["state"] != "running":
         raise ValueError("no running run selected")
-    (run / "STOPPED").touch()
-    os.killpg(int((run / "pid").read_text()), signal.SIGTERM)
+    stop_process(runs_dir(KIND) / name)
 
 
 def build_toolformer_tab() -> dict[str, Any]:

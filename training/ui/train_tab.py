@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,64 @@ def _alive(pid: int) -> bool:
         return os.waitpid(pid, os.WNOHANG) == (0, 0)
     except ChildProcessError:
         return True
+
+
+def read_events(path: Path) -> list[dict]:
+    """A run's JSONL log (empty before the process writes it)."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.is_file() else []
+
+
+def new_run(kind: str, name: str, state: Callable[[str], str]) -> Path:
+    """A fresh run folder of a kind; refused for a bad or taken name, or while another run of it is running."""
+    if not RUN_NAME.fullmatch(name or "") or name.startswith("."):
+        raise ValueError("the run name may use letters, digits, '.', '_' and '-' only")
+    active = [r for r in list_runs(kind) if state(r) == "running"]
+    if active:
+        raise ValueError(f"run '{active[0]}' is still running; stop it first")
+    run = runs_dir(kind) / name
+    if run.exists():
+        raise ValueError(f"run '{name}' exists already; choose another name")
+    run.mkdir(parents=True)
+    return run
+
+
+def launch(run: Path, command: list[str]) -> None:
+    """Start a run's command in its own process group, logging to `output.log`; the folder keeps the command
+    and the process id, which is all the tabs read back."""
+    (run / "command.json").write_text(json.dumps(command))
+    with (run / "output.log").open("w") as output:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    (run / "pid").write_text(str(process.pid))
+
+
+def process_state(run: Path, finished: bool) -> str:
+    """finished / stopped (by the Stop button) / running / failed, for a run launched with `launch`."""
+    pid = int((run / "pid").read_text()) if (run / "pid").is_file() else 0
+    if finished:
+        return "finished"
+    if (run / "STOPPED").exists():
+        return "stopped"
+    return "running" if pid and _alive(pid) else "failed"
+
+
+def stop_process(run: Path) -> None:
+    (run / "STOPPED").touch()
+    os.killpg(int((run / "pid").read_text()), signal.SIGTERM)
+
+
+def output_of(run: Path) -> str:
+    return (run / "output.log").read_text(errors="replace") if (run / "output.log").is_file() else ""
+
+
+def failure(output: str, default: str = "the process ended early") -> str:
+    """The last error line of a run's output."""
+    errors = [line for line in output.splitlines() if line.startswith("error:") or "Error" in line]
+    return errors[-1] if errors else default
+
+
+def progress_bar(done: int, total: int) -> str:
+    return f'<progress value="{done}" max="{total}" style="width:100%"></progress>'
 
 
 def run_status(name: str | None) -> dict[str, Any]:

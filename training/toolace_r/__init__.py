@@ -1,0 +1,1 @@
+"""ToolACE-R (arXiv 2504.01400): model-aware difficulty, iterative data selection, self-refine, BFCL evaluation."""
