@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from agent.controller import load_controller  # noqa: E402
+from agent.hf_controller import TransformersController  # noqa: E402
+from training.sft import base_checkpoint  # noqa: E402
 from training.toolace_r.data import load_samples  # noqa: E402
 from training.toolace_r.difficulty import score_samples  # noqa: E402
 from visual_tools import ToolRegistry  # noqa: E402
@@ -43,8 +44,9 @@ def main() -> None:
                        check=True, capture_output=True)
     samples = load_samples(data, ToolRegistry.from_load().tools).samples[:args.samples]
     prompts, golds = [s.prompt for s in samples], [s.gold for s in samples]
-    cached = load_controller(args.model)
-    plain = load_controller(args.model, prefix_cache=False)
+    source, _ = base_checkpoint(args.model)  # the model as the selection loop loads it
+    cached = TransformersController.from_pretrained(source)
+    plain = TransformersController.from_pretrained(source, prefix_cache=False)
     options = dict(temperature=1.0, max_new_tokens=args.max_new_tokens)
     ways = {
         "per-draw loop, no cache": lambda p, k: [plain.generate(p, **options)[0] for _ in range(k)],
