@@ -118,6 +118,15 @@ def format_calls(calls: list[Call]) -> str:
                            for c in calls) + "]"
 
 
+def positional_call(name: str, values: list[str], tools: Mapping[str, Any] | None = None) -> Call:
+    """A GPT4Tools call (positional inputs) with its inputs named by the tool's `inputs` (arg0, arg1, … when the
+    tool is unknown or the count differs)."""
+    tool = (tools or {}).get(name)
+    names = [i.name for i in tool.inputs] if tool is not None and len(tool.inputs) == len(values) \
+        else [f"arg{i}" for i in range(len(values))]
+    return Call(name, dict(zip(names, values)))
+
+
 def parse_step_call(text: str, tools: Mapping[str, Any] | None = None) -> list[Call]:
     """One GPT4Tools step -> [the call] (positional inputs named by the tool's inputs); a final answer -> []."""
     parsed = parse_step(text)
@@ -125,11 +134,7 @@ def parse_step_call(text: str, tools: Mapping[str, Any] | None = None) -> list[C
         raise CallParseError(parsed.message)
     if isinstance(parsed, Final):
         return []
-    values = split_args(parsed.tool_input, parsed.tool, tools)
-    tool = (tools or {}).get(parsed.tool)
-    names = [i.name for i in tool.inputs] if tool is not None and len(tool.inputs) == len(values) \
-        else [f"arg{i}" for i in range(len(values))]
-    return [Call(parsed.tool, dict(zip(names, values)))]
+    return [positional_call(parsed.tool, split_args(parsed.tool_input, parsed.tool, tools), tools)]
 
 
 def parse_reply(text: str, style: Style, tools: Mapping[str, Any] | None = None) -> list[Call]:

@@ -15,7 +15,7 @@ from typing import Any
 from ..records import Record, load_jsonl, record_id
 from ..render import conversation, examples
 from .bfcl import ROLES, render_fc
-from .calls import Call, CallParseError, Style, format_calls, parse_calls, parse_step_call
+from .calls import Call, CallParseError, Style, format_calls, parse_calls, parse_step_call, positional_call
 
 @dataclass
 class Sample:
@@ -49,10 +49,7 @@ def from_record(record: Record, tools: Mapping[str, Any], style: Style = "python
     messages.append({"role": "user", "content": record.instruction})
     out = []
     for i, step in enumerate(record.steps):
-        tool = tools.get(step.tool)
-        names = [spec.name for spec in tool.inputs] if tool is not None and len(tool.inputs) == len(step.args) \
-            else [f"arg{j}" for j in range(len(step.args))]
-        call = [Call(step.tool, dict(zip(names, step.args)))]
+        call = [positional_call(step.tool, step.args, tools)]
         if i >= record.given_steps:
             out.append(Sample(f"{record.id}-{i}", render_fc(functions, messages), format_calls(call), call))
         messages += [{"role": "assistant", "content": format_calls(call)},
