@@ -23,8 +23,4 @@ test: install-dev
 	$(PYTHON) -m pytest -q $(ARGS)
 
 bench: install
-	$(PYTHON) bench/tools_cpu.py
-	$(PYTHON) bench/agent_step.py
-	$(PYTHON) bench/train_throughput.py
-	$(PYTHON) bench/toolformer_filter.py
-	$(PYTHON) bench/difficulty.py
+	$(PYTHON) bench/run_all.py             # one after another; writes bench/RESULTS.md

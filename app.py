@@ -20,7 +20,20 @@ from training.toolformer.decode import answer  # noqa: E402
 from training.ui import (HOTKEYS, build_data_tab, build_evaluate_tab, build_review_tab,  # noqa: E402
                          build_toolace_tab, build_toolformer_tab, build_train_tab)
 from visual_tools import ToolRegistry, data_home  # noqa: E402
+from visual_tools.image_store import SWEEPER  # noqa: E402
 from visual_tools.ui import build_tools_tab  # noqa: E402
+
+
+DEMO_UPLOAD_MB = 10.0
+DEMO_NOTICE = ("{what} is switched off in this shared demo: it runs models over whole datasets. Run Toolsmith on "
+               "your own machine (`make run`, see the README) to train LoRA adapters, ToolACE-R and Toolformer, and "
+               "to evaluate them.")
+
+
+def demo_default() -> bool:
+    """TOOLSMITH_DEMO=1/0 if set; else on in a Hugging Face Space (a duplicated private Space sets it to 0)."""
+    flag = os.environ.get("TOOLSMITH_DEMO")
+    return bool(os.environ.get("SPACE_ID")) if flag is None else flag not in ("", "0", "false", "False")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -40,43 +53,64 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--share", action="store_true", help="open a public gradio.live link")
     parser.add_argument("--auth", default=None,
                         help='"user:pass[,user2:pass2]": ask for a login; reviewers are named by it')
+    parser.add_argument("--demo", action=argparse.BooleanOptionalAction, default=demo_default(),
+                        help="a shared Space: no training, small data generation, uploads limited by "
+                             "--max-upload-mb (default: on in a Space, SPACE_ID set; TOOLSMITH_DEMO=0/1 decides)")
+    parser.add_argument("--max-upload-mb", type=float, default=None,
+                        help=f"largest upload in MB (default: {DEMO_UPLOAD_MB:g} with --demo, else no limit)")
+    parser.add_argument("--tool-timeout", type=float, default=300.0,
+                        help="seconds a tool call may take before the agent goes on without it (default 300)")
+    parser.add_argument("--session-max-age", type=float, default=24.0,
+                        help="hours after which an unused chat session's images are deleted (default 24)")
+    parser.add_argument("--sessions-max-mb", type=float, default=2048.0,
+                        help="all sessions' images together; the least recently used go first (default 2048)")
     return parser.parse_args(argv)
 
 
 def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: int = 5,
-              review_store: ReviewStore | None = None) -> gr.Blocks:
-    """The whole app; each package builds its own tab."""
+              review_store: ReviewStore | None = None, *, demo: bool = False,
+              tool_timeout: float | None = None) -> gr.Blocks:
+    """The whole app; each package builds its own tab. `demo`: a shared Space (no training or evaluation, small
+    generation, the default controller only)."""
     review_store = review_store or ReviewStore.default()
-    with gr.Blocks(title="Toolsmith") as demo:
+    with gr.Blocks(title="Toolsmith") as app:
         gr.Markdown("# 🛠️ Toolsmith\nA controller LLM that answers with GPT4Tools' "
                     "*Thought / Action / Observation* format and calls visual tools.")
         with gr.Tabs() as tabs:
             with gr.Tab("Chat", id="chat"):
-                chat = build_chat_tab(ChatServices(registry, controllers, max_steps, toolformer=answer,
-                                                   refine=partial(SelfRefine, mode="adaptive", tools=registry.tools)))
+                refine = partial(SelfRefine, mode="adaptive", tools=registry.tools)
+                chat = build_chat_tab(ChatServices(registry, controllers, max_steps, tool_timeout, demo,
+                                                   toolformer=answer, refine=refine))
             with gr.Tab("Tools"):
-                build_tools_tab(registry)
+                build_tools_tab(registry, tool_timeout)
             with gr.Tab("Data"):
-                build_data_tab(review_store, registry)
+                build_data_tab(review_store, registry, demo)
             with gr.Tab("Review") as review_tab:
                 review = build_review_tab(review_store, registry)
             with gr.Tab("Train"):
-                with gr.Tabs():
-                    with gr.Tab("LoRA (GPT4Tools)"):
-                        train = build_train_tab()
-                    with gr.Tab("ToolACE-R"):
-                        build_toolace_tab()
-                    with gr.Tab("Toolformer"):
-                        build_toolformer_tab()
+                if demo:
+                    gr.Markdown(DEMO_NOTICE.format(what="Training"))
+                else:
+                    with gr.Tabs():
+                        with gr.Tab("LoRA (GPT4Tools)"):
+                            train = build_train_tab()
+                        with gr.Tab("ToolACE-R"):
+                            build_toolace_tab()
+                        with gr.Tab("Toolformer"):
+                            build_toolformer_tab()
             with gr.Tab("Evaluate"):
-                build_evaluate_tab(controllers)
-        _wire_load_in_chat(train, chat, tabs)
-        demo.load(*train["on_load"])
+                if demo:
+                    gr.Markdown(DEMO_NOTICE.format(what="Evaluation"))
+                else:
+                    build_evaluate_tab(controllers)
+        if not demo:
+            _wire_load_in_chat(train, chat, tabs)
+            app.load(*train["on_load"])
         refresh, inputs, outputs = review["refresh"]
         review_tab.select(refresh, inputs, outputs)
-        demo.load(refresh, inputs, outputs, api_name="review_refresh")
-        demo.load(*review["on_load"])
-    return demo
+        app.load(refresh, inputs, outputs, api_name="review_refresh")
+        app.load(*review["on_load"])
+    return app
 
 
 def _wire_load_in_chat(train: dict, chat: dict, tabs: gr.Tabs) -> None:
@@ -115,10 +149,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"Controller ready: {pool.get().name}", flush=True)
     except ControllerError as exc:
         raise SystemExit(f"error: {exc}") from None
-    demo = build_app(registry, pool, args.max_steps)
-    demo.queue(default_concurrency_limit=4).launch(
+    SWEEPER.max_age_s, SWEEPER.max_bytes = args.session_max_age * 3600, int(args.sessions_max_mb * 1024**2)
+    upload_mb = args.max_upload_mb if args.max_upload_mb is not None else DEMO_UPLOAD_MB if args.demo else None
+    app = build_app(registry, pool, args.max_steps, demo=args.demo, tool_timeout=args.tool_timeout)
+    app.queue(default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share,
-        allowed_paths=[str(data_home() / "sessions")], theme=gr.themes.Soft(), head=HOTKEYS, auth=auth)
+        allowed_paths=[str(data_home() / "sessions")], theme=gr.themes.Soft(), head=HOTKEYS, auth=auth,
+        max_file_size=f"{upload_mb}mb" if upload_mb else None)
 
 
 if __name__ == "__main__":

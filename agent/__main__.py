@@ -39,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         import uvicorn
 
         from .server import create_app
-        uvicorn.run(create_app(controller, args.model_name or controller.name), host=args.host, port=args.port)
+        app = create_app(controller, args.model_name or controller.name,
+                         load_adapter=lambda path: load_controller(args.controller, adapter=path))
+        uvicorn.run(app, host=args.host, port=args.port)
         return 0
 
     registry, session = ToolRegistry.from_load(args.load), ChatSession()

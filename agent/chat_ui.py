@@ -1,6 +1,7 @@
 """The Chat tab: multimodal input, every Thought / Action / Observation as a collapsible message."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from visual_tools import TEXT_TOOL_CLASSES, ImageInputError, ImageStore, ToolRegistry
+from visual_tools.zerogpu import on_gpu
 
 from .controller import ControllerError
 from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, ThoughtEvent,
@@ -33,6 +35,8 @@ def describe(name: str) -> str:
     return f"✅ Using **{name}**" + (f"\n\n{UNTUNED}" if "untuned" in name else "")
 
 
+DRAFT_INTERVAL = 0.1  # seconds between two redraws of a step being written
+MAX_MESSAGE_CHARS = 4000  # a longer message would not fit the controller's context with the tool list
 MODES = [("GPT4Tools agent (visual tools)", "agent"), ("Toolformer (text tools, calls in the top-k)", "toolformer")]
 
 
@@ -40,10 +44,13 @@ MODES = [("GPT4Tools agent (visual tools)", "agent"), ("Toolformer (text tools, 
 class ChatServices:
     """What the Chat tab shares across sessions. `toolformer(controller, question, tools)` answers a text question
     with Toolformer's call decoding; `refine(controller)` wraps a controller in ToolACE-R's adaptive self-refinement
-    (both given by the app: they live in the training package); None hides the switch."""
+    (both given by the app: they live in the training package); None hides the switch. `tool_timeout`: seconds a
+    tool call may take before the agent goes on without it. `demo` (a shared Space): the default controller only."""
     registry: ToolRegistry
     controllers: ControllerPool
     max_steps: int = 5
+    tool_timeout: float | None = None
+    demo: bool = False
     toolformer: Callable[..., Any] | None = None
     refine: Callable[[Any], Any] | None = None
 
@@ -111,17 +118,18 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         with gr.Column(scale=4):
             chatbot = gr.Chatbot(label="Toolsmith", height=620, buttons=["copy_all"],
                                  placeholder="Upload a photo and ask about it, e.g. *detect the edges of this image*.")
-            box = gr.MultimodalTextbox(file_types=["image"], sources=["upload"], show_label=False,
+            box = gr.MultimodalTextbox(file_types=["image"], sources=["upload"], show_label=False, elem_id="chat-input",
                                        placeholder="Type a message, or attach an image…")
             gr.Examples([{"text": text, "files": [str(ASSETS / name)]} for text, name in EXAMPLES], inputs=box)
             with gr.Row():
                 undo = gr.Button("↩️ Undo last turn", size="sm")
                 clear = gr.Button("🗑️ Clear", size="sm")
         with gr.Column(scale=1):
-            backend = gr.Radio(BACKENDS, value="embedded", label="Controller")
-            location = gr.Textbox(label="Model id, folder or URL", placeholder="lmsys/vicuna-13b-v1.5")
-            adapter = gr.Textbox(label="LoRA adapter folder (optional)")
-            load = gr.Button("Load controller")
+            picker = not services.demo
+            backend = gr.Radio(BACKENDS, value="embedded", label="Controller", visible=picker)
+            location = gr.Textbox(label="Model id, folder or URL", placeholder="lmsys/vicuna-13b-v1.5", visible=picker)
+            adapter = gr.Textbox(label="LoRA adapter folder (optional)", visible=picker)
+            load = gr.Button("Load controller", visible=picker)
             status = gr.Markdown(describe(services.controllers.get().name))
             mode = gr.Radio(MODES, value="agent", label="Mode", visible=services.toolformer is not None,
                             info="Toolformer: a text question, answered with Calculator / Calendar / WikiSearch / "
@@ -134,11 +142,22 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
 
     def add_message(value: dict | None, st: ChatState | None):
         st = st or ChatState()
+        if st.messages and not st.session.store.root.is_dir():  # swept while idle (--session-max-age / -mb)
+            st = ChatState(controller=st.controller, mode=st.mode, refine=st.refine)
+            st.messages.append(gr.ChatMessage(content="⚠️ This conversation's images were cleaned up while it was "
+                                                      "idle, so it starts afresh: upload your image again."))
         value = value or {}
         text, files = (value.get("text") or "").strip(), value.get("files") or []
+        text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates (not UTF-8) become '?'
         if not text and not files:
             gr.Warning("Type a message or attach an image.")
             return st.messages, gr.MultimodalTextbox(value=None, interactive=True), st
+        if len(text) > MAX_MESSAGE_CHARS:
+            note = f"Message not sent: {len(text):,} characters (the limit is {MAX_MESSAGE_CHARS:,}). Shorten it."
+            gr.Warning(note)
+            st.messages.append(gr.ChatMessage(content=f"⚠️ {note}", metadata={"title": "⚠️ too long",
+                                                                               "status": "done"}))
+            return st.messages, gr.MultimodalTextbox(value=value, interactive=True), st
         for file in files:
             path = file if isinstance(file, str) else file.get("path")
             try:
@@ -173,9 +192,13 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
             return
         if st.refine and services.refine is not None:
             controller = services.refine(controller)
-        agent = Agent(controller, services.registry, max_steps=services.max_steps)
+        agent = Agent(controller, services.registry, max_steps=services.max_steps, tool_timeout=services.tool_timeout)
+        shown = 0.0
         for event in st.session.send(agent, text):
             render_event(st.messages, event, st.session.store)
+            if isinstance(event, DraftEvent) and time.monotonic() - shown < DRAFT_INTERVAL:
+                continue  # every yield sends the whole conversation: a fast model's drafts are batched
+            shown = time.monotonic()
             yield st.messages, st
         if getattr(controller, "rounds_log", None):
             st.messages.append(gr.ChatMessage(
@@ -230,6 +253,8 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
 
     def load_controller(kind: str, where: str, lora: str, st: ChatState | None, progress=gr.Progress()):
         st = st or ChatState()
+        if services.demo:
+            return "⚠️ This shared demo runs its own controller only; run Toolsmith locally to load another.", st
         where, lora = where.strip(), lora.strip() or None
         if kind != "embedded" and not where:
             return "⚠️ Enter a model id, folder or URL.", st
@@ -243,7 +268,7 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         return describe(controller.name), st
 
     box.submit(add_message, [box, state], [chatbot, box, state], api_name="add_message", queue=False).then(
-        respond, state, [chatbot, state], api_name="respond", concurrency_id="controller").then(
+        on_gpu(respond), state, [chatbot, state], api_name="respond", concurrency_id="controller").then(
         lambda: gr.MultimodalTextbox(interactive=True), None, box, api_visibility="private")
     mode.change(set_mode, [mode, state], state, api_name="set_mode")
     refine.change(set_refine, [refine, state], state, api_name="set_refine")

@@ -5,7 +5,7 @@ import logging
 import time
 from collections.abc import Iterator
 
-from visual_tools import ImageStore, ToolInputError, ToolRegistry, invoke
+from visual_tools import ImageStore, ToolInputError, ToolRegistry, ToolTimeout, invoke
 from visual_tools.image_store import IMAGE_NAME
 
 from .controller import Controller, ControllerError
@@ -22,10 +22,11 @@ class Agent:
     """Runs one user turn against a controller and a tool registry, yielding events as they happen."""
 
     def __init__(self, controller: Controller, registry: ToolRegistry, *, max_steps: int = 5,
-                 max_new_tokens: int = 256, temperature: float = 0.0, history_turns: int = 6):
+                 max_new_tokens: int = 256, temperature: float = 0.0, history_turns: int = 6,
+                 tool_timeout: float | None = None):
         self.controller, self.registry = controller, registry
         self.max_steps, self.max_new_tokens, self.temperature = max_steps, max_new_tokens, temperature
-        self.history_turns = history_turns
+        self.history_turns, self.tool_timeout = history_turns, tool_timeout
 
     def prompt(self, user_input: str, history: list[Turn], steps: list[ScratchStep]) -> str:
         return render_prompt(self.registry.available(), recent(history, self.history_turns), user_input, steps)
@@ -59,9 +60,9 @@ class Agent:
             try:
                 tool = self.registry.get(parsed.tool)
                 name = tool.name
-                result = invoke(tool, parsed.tool_input, store)
+                result = invoke(tool, parsed.tool_input, store, self.tool_timeout)
                 observation, image, error = result.text, result.image, False
-            except ToolInputError as exc:
+            except (ToolInputError, ToolTimeout) as exc:
                 observation = f"Error: {exc}"
             except Exception as exc:  # a tool's own failure (weights, CUDA, a bad file) is the model's news
                 log.exception("tool %s failed", name)

@@ -5,6 +5,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
+import httpx
 import openai
 
 from .controller import ControllerError, stream_until_stop, truncate_at
@@ -62,13 +63,30 @@ class OpenAIController:
                 for chunk in chunks:
                     if chunk.choices and chunk.choices[0].delta.content:
                         yield chunk.choices[0].delta.content
-            except openai.APIError as exc:
+            except (openai.APIError, httpx.HTTPError) as exc:  # a server that dies mid-reply: httpx's own errors
                 raise ControllerError(f"the stream from {self.base_url} broke off: {exc}") from None
 
         try:
             yield from stream_until_stop(texts(), stop)
         finally:
             chunks.close()
+
+    def with_adapter(self, name: str, path: str) -> "OpenAIController":
+        """Ask the server to load a LoRA adapter (vLLM's `/v1/load_lora_adapter`; vLLM needs `--enable-lora` and
+        `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`) and return a controller for it. `path` is read by the server."""
+        try:
+            self.client.post("/load_lora_adapter", body={"lora_name": name, "lora_path": path}, cast_to=str)
+        except openai.NotFoundError:
+            raise ControllerError(f"the server at {self.base_url} cannot load LoRA adapters at run time: start vLLM "
+                                  "with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True") from None
+        except openai.BadRequestError as exc:
+            if "already been loaded" not in exc.response.text:  # a loaded adapter is what we wanted
+                raise ControllerError(f"the server at {self.base_url} did not load {path}: "
+                                      f"{exc.response.text[:500]}") from None
+        except openai.APIConnectionError as exc:
+            raise ControllerError(f"cannot reach the controller at {self.base_url} ({exc.__cause__ or exc})") from None
+        return OpenAIController(self.base_url, model=name, api_key=self.client.api_key, timeout=self.client.timeout,
+                                max_retries=self.client.max_retries)
 
     def logprobs(self, prompt: str, continuation: str) -> list[float]:
         reply = self._call(lambda: self.client.completions.create(

@@ -3,14 +3,16 @@ shared GPUs, and the tests of the HTTP backend)."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from fastapi import FastAPI, HTTPException
-from fastapi.responses import StreamingResponse
+from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
 
+from .controller import ControllerError
 from .hf_controller import TransformersController
 
 
@@ -33,23 +35,65 @@ class CompletionRequest(BaseModel):
     logprobs: int | None = None
 
 
+class LoraRequest(BaseModel):
+    """vLLM's runtime LoRA endpoints: the same bodies, so one client serves both servers."""
+    lora_name: str
+    lora_path: str | None = None
+
+
 def _stops(stop: str | list[str] | None) -> list[str]:
     return [stop] if isinstance(stop, str) else list(stop or [])
 
 
-def create_app(controller: TransformersController, model_name: str) -> FastAPI:
+def create_app(controller: TransformersController, model_name: str,
+               load_adapter: Callable[[str], TransformersController] | None = None) -> FastAPI:
+    """`load_adapter(path)`: the base with a LoRA adapter on top, for vLLM's `/v1/load_lora_adapter`
+    (the adapter is then asked for by its `lora_name` as the model)."""
     app = FastAPI(title="Toolsmith controller server")
+    adapters: dict[str, TransformersController] = {}
+    lock = threading.Lock()
 
-    def envelope(kind: str, choices: list[dict]) -> dict:
+    def envelope(kind: str, choices: list[dict], model: str = model_name) -> dict:
         return {"id": f"tsm-{uuid.uuid4().hex[:12]}", "object": kind, "created": int(time.time()),
-                "model": model_name, "choices": choices}
+                "model": model, "choices": choices}
+
+    def pick(model: str | None) -> TransformersController:
+        if model in (None, model_name):
+            return controller
+        if model in adapters:
+            return adapters[model]
+        raise HTTPException(404, f"The model `{model}` does not exist.")
 
     @app.get("/v1/models")
     def models() -> dict:
-        return {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "toolsmith"}]}
+        return {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "toolsmith"}
+                                           for name in (model_name, *adapters)]}
+
+    @app.post("/v1/load_lora_adapter", response_class=PlainTextResponse)
+    def load_lora(req: LoraRequest) -> str:
+        if load_adapter is None:
+            raise HTTPException(400, "this server was started without adapter loading")
+        if not req.lora_path:
+            raise HTTPException(400, "lora_path is required")
+        with lock:
+            if req.lora_name in adapters or req.lora_name == model_name:
+                raise HTTPException(400, f"The lora adapter '{req.lora_name}' has already been loaded.")
+            try:
+                adapters[req.lora_name] = load_adapter(req.lora_path)
+            except ControllerError as exc:
+                raise HTTPException(400, str(exc)) from None
+        return f"Success: LoRA adapter '{req.lora_name}' added successfully."
+
+    @app.post("/v1/unload_lora_adapter", response_class=PlainTextResponse)
+    def unload_lora(req: LoraRequest) -> str:
+        with lock:
+            if adapters.pop(req.lora_name, None) is None:
+                raise HTTPException(404, f"The lora adapter '{req.lora_name}' cannot be found.")
+        return f"Success: LoRA adapter '{req.lora_name}' removed successfully."
 
     @app.post("/v1/chat/completions")
     def chat(req: ChatRequest):
+        controller = pick(req.model)
         # The agent sends one user message holding the whole prompt; several are joined in order.
         prompt = "\n\n".join(str(m.get("content", "")) for m in req.messages)
         params = dict(stop=_stops(req.stop), max_new_tokens=req.max_tokens or 256, temperature=req.temperature)
@@ -57,7 +101,7 @@ def create_app(controller: TransformersController, model_name: str) -> FastAPI:
             texts = controller.generate(prompt, n=req.n, **params)
             return envelope("chat.completion", [
                 {"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
-                for i, t in enumerate(texts)])
+                for i, t in enumerate(texts)], req.model or model_name)
 
         def events() -> Iterator[str]:
             for piece in controller.stream(prompt, **params):
@@ -75,7 +119,7 @@ def create_app(controller: TransformersController, model_name: str) -> FastAPI:
         if not (req.echo and req.logprobs is not None):
             raise HTTPException(400, "this server scores prompts on /v1/completions (echo=true, logprobs=0); "
                                      "generate through /v1/chat/completions")
-        tokens, offsets, scores = controller.token_logprobs(req.prompt)
+        tokens, offsets, scores = pick(req.model).token_logprobs(req.prompt)
         logprobs = {"tokens": tokens, "text_offset": offsets, "token_logprobs": scores, "top_logprobs": None}
         return envelope("text_completion", [{"index": 0, "text": req.prompt, "logprobs": logprobs,
                                              "finish_reason": "length"}])

@@ -4,6 +4,7 @@ import os
 import shutil
 import socket
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,10 +56,37 @@ def store():
     s.delete()
 
 
+def wait_for(ready, timeout: float, every: float = 0.2) -> None:
+    """Poll `ready()` (exceptions count as not ready) until it is true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if ready():
+                return
+        except Exception:
+            pass
+        time.sleep(every)
+    raise TimeoutError(f"not ready after {timeout} s")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def launched(app, **launch):
+    """The app on a free loopback port, queued and serving session images as app.main() launches it; its URL."""
+    from visual_tools import data_home
+    port = free_port()
+    app.queue(default_concurrency_limit=4).launch(server_name="127.0.0.1", server_port=port, quiet=True,
+                                                  prevent_thread_lock=True,
+                                                  allowed_paths=[str(data_home() / "sessions")], **launch)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        app.close()
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -7,6 +7,7 @@ from gradio_client import Client, handle_file
 
 from app import build_app
 from agent.pool import ControllerPool
+from chat_client import chat, files, texts
 from conftest import free_port
 from scripted import ScriptedController, last_image
 from visual_tools import ToolRegistry, data_home
@@ -29,20 +30,6 @@ def app_url():
                         allowed_paths=[str(data_home() / "sessions")])  # as app.main() launches it
     yield f"http://127.0.0.1:{port}/"
     demo.close()
-
-
-def texts(messages):
-    return "\n".join(block.get("text", "") for m in messages for block in m["content"])
-
-
-def files(messages):
-    return [block for m in messages for block in m["content"] if block.get("type") == "file"]
-
-
-def chat(client, text, image=None):
-    message = {"text": text, "files": [handle_file(str(image))] if image else []}
-    client.predict(message, api_name="/add_message")
-    return client.predict(api_name="/respond")
 
 
 def test_chat_turn_calls_canny_and_shows_steps_and_image(app_url, box_image):

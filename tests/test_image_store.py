@@ -73,3 +73,32 @@ def test_an_image_beyond_the_pixel_limit_is_refused(store, tmp_path, monkeypatch
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000_000)  # Pillow's own bomb check says the same
     with pytest.raises(ImageInputError, match="image too large"):
         store.save_upload(path)
+
+
+def test_a_link_inside_the_session_to_a_file_outside_is_refused(store, box_image):
+    (store.root / "image" / "1a2b3c4d.png").symlink_to(box_image)
+    with pytest.raises(ImageInputError, match="outside this session"):
+        store.resolve("image/1a2b3c4d.png")
+
+
+def test_sweeper_deletes_old_sessions_then_the_least_recently_used_over_the_size_limit(tmp_path):
+    import os
+    import time
+
+    from visual_tools.image_store import SessionSweeper
+    now = time.time()
+    ages = {"stale": 3 * 3600, "old": 600, "mid": 300, "new": 10}  # seconds since last use
+    for name, age in ages.items():
+        image = tmp_path / name / "image"
+        image.mkdir(parents=True)
+        (image / "1a2b3c4d.png").write_bytes(b"x" * 1000)
+        for path in (image / "1a2b3c4d.png", image, tmp_path / name):
+            os.utime(path, (now - age, now - age))
+    sweep = SessionSweeper(max_age_s=3600, max_bytes=2500, interval_s=3600, keep_recent_s=60)
+    assert sorted(p.name for p in sweep(tmp_path)) == ["old", "stale"]  # stale by age; then 3000 > 2500 bytes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mid", "new"]
+    (tmp_path / "mid" / "image" / "big.png").write_bytes(b"x" * 5000)
+    assert sweep(tmp_path) == []  # not due yet: at most once per interval
+    assert sweep(tmp_path, force=True) == []  # over the limit, but both were used in the last minute
+    lru_first = SessionSweeper(max_age_s=3600, max_bytes=2500, keep_recent_s=0)(tmp_path)
+    assert lru_first == [tmp_path / "new", tmp_path / "mid"]  # 7000 bytes: the older goes first, 6000 still over

@@ -1,5 +1,8 @@
 """The Review tab in a real browser (Debian's chromium through Playwright): decisions by keyboard."""
+import json
 from pathlib import Path
+
+import httpx
 
 import pytest
 
@@ -67,3 +70,9 @@ def test_review_with_the_keyboard(page):
     page.keyboard.press("u")  # undo the rejection
     page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 3')")
     assert store.get("r3").record.status == "pending"
+    from playwright.sync_api import expect
+    page.get_by_role("button", name="Export JSONL").click()  # the accepted records, as a file to download
+    link = page.locator("a[href$='reviewed.jsonl']")
+    expect(link).to_be_visible(timeout=30000)
+    exported = [json.loads(line) for line in httpx.get(link.get_attribute("href")).text.splitlines()]
+    assert sorted((r["id"], r["status"]) for r in exported) == [("r0", "accepted"), ("r2", "accepted")]

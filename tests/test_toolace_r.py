@@ -7,11 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
+from conftest import free_port, wait_for
 from scripted import ScriptedController
 from tiny_models import teach_tiny_llama
 
+from agent.controller import ControllerError
 from agent.hf_controller import TransformersController, format_prompt
+from agent.openai_controller import OpenAIController
 from training.records import GoldStep, Record, Source, save_jsonl
 from training.sft import TrainConfig, load_tokenizer
 from training.toolace_r import bfcl
@@ -263,16 +267,22 @@ def segment_record(number: int) -> Record:
                   steps=[GoldStep(tool=SEGMENT, args=["image/1a2b3c4d.png", "cat"], observation="x")])
 
 
-def test_cli_iterates_and_evaluates_on_bfcl(tiny_llama, tmp_path):
-    """A tiny model taught to segment the dog instead of the cat: every draw aligns 1/3 (D = 2/3), so the whole
-    pool is kept, an adapter is trained, and the loop stops when the dev score has not improved twice."""
-    tools = ToolRegistry.from_load().tools
-    sample = from_record(segment_record(0), tools)[0]
+@pytest.fixture(scope="module")
+def taught(tiny_llama, tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny model taught to segment the dog instead of the cat, and 6 records asking for the cat."""
+    root = tmp_path_factory.mktemp("taught")
+    sample = from_record(segment_record(0), ToolRegistry.from_load().tools)[0]
     tokenizer = load_tokenizer(TrainConfig(data="", out="", base=str(tiny_llama)))[0]
     target = sample.target.replace('"cat"', '"dog"') + tokenizer.eos_token
-    taught = teach_tiny_llama(tiny_llama, tmp_path / "taught", target,
-                              context=format_prompt(tokenizer, sample.prompt, "chat"))
-    data = save_jsonl([segment_record(i) for i in range(6)], tmp_path / "records.jsonl")
+    context = format_prompt(tokenizer, sample.prompt, "chat")
+    model = teach_tiny_llama(tiny_llama, root / "taught", target, context=context)
+    return model, save_jsonl([segment_record(i) for i in range(6)], root / "records.jsonl")
+
+
+def test_cli_iterates_and_evaluates_on_bfcl(taught, tmp_path):
+    """Every draw of the taught model aligns 1/3 (D = 2/3), so the whole pool is kept, an adapter is trained, and
+    the loop stops when the dev score has not improved twice."""
+    taught, data = taught
     out = tmp_path / "run"
     result = run_cli("toolace-r", "--data", str(data), "--base", str(taught), "--out", str(out), "--iters", "2",
                      "--k", "2", "--temperature", "0", "--max-steps", "1", "--max-new-tokens", "100",
@@ -301,3 +311,32 @@ def test_cli_iterates_and_evaluates_on_bfcl(tiny_llama, tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert "| simple_python | 2 |" in result.stdout and "| irrelevance | 2 |" in result.stdout
     assert "adaptive self-refine" in result.stdout
+
+
+def test_sampling_on_an_openai_compatible_server_with_runtime_lora(taught, tmp_path):
+    """`--sampler URL`: the k draws and dev answers come from a server (ours speaks vLLM's runtime-LoRA API);
+    each iteration's adapter is loaded there by path; the figures are those of local sampling."""
+    taught, data = taught
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "agent", "serve", "--controller", str(taught), "--port", str(port),
+                               "--model-name", "base"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}/v1"
+        wait_for(lambda: httpx.get(f"{url}/models").status_code == 200, 120)
+        out = tmp_path / "remote"
+        result = run_cli("toolace-r", "--data", str(data), "--base", str(taught), "--out", str(out), "--iters", "2",
+                         "--k", "2", "--temperature", "0", "--max-steps", "1", "--max-new-tokens", "100",
+                         "--dev-fraction", "0.3", "--patience", "1", "--sampler", f"{url}#base")
+        assert result.returncode == 0, result.stderr[-2000:]
+        rows = [json.loads(line) for line in (out / "toolace_log.jsonl").read_text().splitlines()]
+        rows = [r for r in rows if r["event"] == "iteration"]
+        assert rows[0]["score"] == pytest.approx(33.33) and rows[1]["kept"] == 4
+        assert rows[1]["mean_difficulty"] == pytest.approx(2 / 3, 1e-3)
+        served = [m["id"] for m in httpx.get(f"{url}/models").json()["data"]]
+        assert served[0] == "base" and len(served) == 3  # iter-1's adapter (dev, then sampling), iter-2's (dev)
+        bad = OpenAIController(url, model="base").with_adapter
+        with pytest.raises(ControllerError, match="did not load"):
+            bad("missing", str(tmp_path / "no-adapter"))
+    finally:
+        server.kill()
+        server.wait()

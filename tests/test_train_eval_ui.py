@@ -1,5 +1,6 @@
 """The Train and Evaluate tabs against the launched app: a tiny LoRA run, Stop, refresh, evaluation, Load in Chat."""
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -120,3 +121,14 @@ def test_load_the_trained_adapter_in_chat_in_a_browser(app, tiny_llama, tmp_path
         page.get_by_role("button", name="Load this adapter in the Chat tab").click()
         expect(page.get_by_text("tiny-ui/adapter").first).to_be_visible(timeout=60000)
         expect(page.get_by_text("Using", exact=False).first).to_contain_text("tiny-ui/adapter", timeout=60000)
+
+
+def test_a_run_takes_its_thread_cap_from_the_setting(tmp_path, monkeypatch):
+    from training.ui.train_tab import launch
+    monkeypatch.setenv("TOOLSMITH_RUN_THREADS", "1")
+    launch(tmp_path, [sys.executable, "-c", "import os, torch; print(os.environ['OMP_NUM_THREADS'], "
+                                            "torch.get_num_threads())"])
+    deadline = time.monotonic() + 120
+    while len((tmp_path / "output.log").read_text().split()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert (tmp_path / "output.log").read_text().split() == ["1", "1"]

@@ -4,8 +4,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
+import time
 import uuid
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PIL import Image, ImageOps, UnidentifiedImageError
@@ -55,7 +58,10 @@ class ImageStore:
 
     @classmethod
     def new_session(cls) -> "ImageStore":
-        return cls(data_home() / "sessions" / uuid.uuid4().hex)
+        """A fresh session folder; old sessions are swept first (see `SessionSweeper`)."""
+        root = data_home() / "sessions" / uuid.uuid4().hex
+        SWEEPER(root.parent)
+        return cls(root)
 
     def save_upload(self, source: str | Path | Image.Image) -> str:
         """Store an uploaded image (resized as GPT4Tools does) and return its name."""
@@ -81,6 +87,8 @@ class ImageStore:
         cleaned = name.strip().strip("`'\"").strip()
         if not cleaned:
             raise ImageInputError("an image file name is required, e.g. image/1a2b3c4d.png")
+        if "\x00" in cleaned:
+            raise ImageInputError(f"refused: {cleaned!r} is not a file name")
         candidate = Path(cleaned)
         if candidate.is_absolute() or ".." in candidate.parts:
             raise ImageInputError(f"refused: '{cleaned}' is outside this session's image folder")
@@ -98,6 +106,44 @@ class ImageStore:
 
     def delete(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@dataclass
+class SessionSweeper:
+    """Deletes session folders unused for `max_age_s`, then the least recently used ones until all sessions
+    together hold at most `max_bytes` — never one used in the last `keep_recent_s` (someone is chatting there).
+    Runs at most every `interval_s`, when a session starts. A browser that closes deletes its own folder at
+    once; this catches the rest (crashes, restarts, idle tabs)."""
+    max_age_s: float = 24 * 3600
+    max_bytes: int = 2 * 1024**3
+    interval_s: float = 60.0
+    keep_recent_s: float = 300.0
+    _last: float = field(default=float("-inf"), repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self, sessions: Path, force: bool = False) -> list[Path]:
+        """Sweep `sessions` now if due (or forced); returns the folders deleted."""
+        with self._lock:
+            now = time.time()
+            if not force and now - self._last < self.interval_s:
+                return []
+            self._last = now
+            folders = []
+            for root in sessions.glob("*/"):
+                files = [p for p in root.rglob("*") if p.is_file()]
+                used = max([root.stat().st_mtime] + [p.stat().st_mtime for p in files])
+                folders.append((used, sum(p.stat().st_size for p in files), root))
+            folders.sort()  # least recently used first
+            total, deleted = sum(size for _, size, _ in folders), []
+            for used, size, root in folders:
+                if now - used > self.max_age_s or (total > self.max_bytes and now - used > self.keep_recent_s):
+                    shutil.rmtree(root, ignore_errors=True)
+                    total -= size
+                    deleted.append(root)
+            return deleted
+
+
+SWEEPER = SessionSweeper()  # the app sets its limits from --session-max-age / --sessions-max-mb
 
 
 def _open_untrusted(path: Path) -> Image.Image:

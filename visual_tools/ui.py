@@ -7,8 +7,9 @@ import gradio as gr
 
 from .base import ToolInputError
 from .image_store import ImageStore
-from .invoke import invoke
+from .invoke import ToolTimeout, invoke
 from .registry import ToolRegistry
+from .zerogpu import on_gpu
 
 COLUMNS = ["Tool", "Class", "Inputs", "Output", "Backend", "Device", "Status"]
 
@@ -25,7 +26,7 @@ def tool_rows(registry: ToolRegistry) -> list[list[str]]:
     return rows
 
 
-def build_tools_tab(registry: ToolRegistry) -> dict[str, Any]:
+def build_tools_tab(registry: ToolRegistry, tool_timeout: float | None = None) -> dict[str, Any]:
     """Build the Tools tab inside the current gr.Blocks; returns its components by name."""
     store = gr.State(None, delete_callback=lambda s: s and s.delete())
     table = gr.Dataframe(tool_rows(registry), headers=COLUMNS, interactive=False, wrap=True)
@@ -36,15 +37,15 @@ def build_tools_tab(registry: ToolRegistry) -> dict[str, Any]:
     with gr.Row():
         with gr.Column():
             tool = gr.Dropdown(names, value=names[0] if names else None, label="Tool")
-            image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"])
+            image = gr.Image(type="filepath", label="Image", sources=["upload", "clipboard"], elem_id="tool-image")
             text = gr.Textbox(label="Other inputs")
             run = gr.Button("Run", variant="primary")
         with gr.Column():
-            out_image = gr.Image(label="Output image", interactive=False)
+            out_image = gr.Image(label="Output image", interactive=False, elem_id="tool-output")
             out_text = gr.Textbox(label="Observation (what the model would read)", interactive=False)
 
     def run_tool(name: str | None, image_path: str | None, extra: str, st: ImageStore | None):
-        st = st or ImageStore.new_session()
+        st = st if st is not None and st.root.is_dir() else ImageStore.new_session()  # none yet, or swept
         if not name:
             raise gr.Error("Pick a tool.")
         try:
@@ -57,14 +58,14 @@ def build_tools_tab(registry: ToolRegistry) -> dict[str, Any]:
                     parts.append(st.save_upload(image_path))
             if extra.strip():
                 parts.append(extra.strip())
-            result = invoke(chosen, ", ".join(parts), st)
-        except ToolInputError as exc:
+            result = invoke(chosen, ", ".join(parts), st, tool_timeout)
+        except (ToolInputError, ToolTimeout) as exc:
             raise gr.Error(str(exc)) from None
         except Exception as exc:  # the tool's own failure: shown, and the app keeps serving
             raise gr.Error(f"{name} failed: {type(exc).__name__}: {exc}") from None
         return (str(st.resolve(result.image)) if result.image else None), result.text, st, tool_rows(registry)
 
-    run.click(run_tool, [tool, image, text, store], [out_image, out_text, store, table], api_name="run_tool")
+    run.click(on_gpu(run_tool), [tool, image, text, store], [out_image, out_text, store, table], api_name="run_tool")
     refresh.click(lambda: tool_rows(registry), None, table, api_name="tool_table")
     return {"table": table, "tool": tool, "image": image, "text": text, "run": run,
             "out_image": out_image, "out_text": out_text}

@@ -20,6 +20,9 @@ def add_parsers(sub) -> None:
     t.add_argument("--out", default=None, help="the run folder (default: $TOOLSMITH_HOME/toolace-r/<data name>)")
     t.add_argument("--format", default="python", choices=["python", "gpt4tools"],
                    help="how records are rendered: BFCL's function calling, or GPT4Tools' Thought/Action steps")
+    t.add_argument("--sampler", default=None,
+                   help="an OpenAI-compatible URL (a vLLM server of the same base, runtime LoRA on: see the README) "
+                        "that draws the k samples and dev answers; training stays on this machine")
     t.add_argument("--iters", type=int, default=3)
     t.add_argument("--alpha", type=float, default=0.0, help="keep samples with alpha < D < beta")
     t.add_argument("--beta", type=float, default=0.9)
@@ -53,6 +56,8 @@ def add_parsers(sub) -> None:
 
 
 def cmd_toolace_r(args: argparse.Namespace) -> None:
+    from agent.controller import ControllerError
+
     from ..sft import TrainConfig, TrainingError
     from .data import load_samples, save_samples, split
     from .iterate import Run, Settings
@@ -80,8 +85,9 @@ def cmd_toolace_r(args: argparse.Namespace) -> None:
                         batch_size=args.batch_size, max_steps=args.max_steps, cutoff=args.cutoff, seed=args.seed)
     print(f"{len(samples)} samples from {args.data} ({loaded.kind}): pool {len(pool)}, dev {len(dev)} -> {out}")
     try:
-        best = Run(out, args.base, train, settings, tools, init_adapter=args.init_adapter).run(pool, dev)
-    except (TrainingError, ValueError) as exc:
+        best = Run(out, args.base, train, settings, tools, init_adapter=args.init_adapter,
+                   sampler=args.sampler).run(pool, dev)
+    except (TrainingError, ValueError, ControllerError) as exc:
         raise SystemExit(f"error: {exc}") from None
     print(iteration_table(out))
     print(f"best adapter: {best}" if best else "no iteration improved on the base model")

@@ -16,6 +16,7 @@ from typing import Any
 
 from agent.controller import Controller
 from agent.hf_controller import TransformersController
+from agent.openai_controller import OpenAIController
 from agent.prompts import STOP
 
 from ..sft import TrainConfig, base_checkpoint, encode_example, fit, load_tokenizer
@@ -99,11 +100,13 @@ class Run:
     """One selection run writing to its folder."""
 
     def __init__(self, out: str | Path, base: str, train: TrainConfig, settings: Settings,
-                 tools: Mapping[str, Any] | None = None, init_adapter: str | None = None):
-        """`init_adapter`: start from this LoRA adapter (trained on `base`), e.g. a warm-up SFT adapter."""
+                 tools: Mapping[str, Any] | None = None, init_adapter: str | None = None, sampler: str | None = None):
+        """`init_adapter`: start from this LoRA adapter (trained on `base`), e.g. a warm-up SFT adapter.
+        `sampler`: an OpenAI-compatible URL (`…/v1[#model]`, a vLLM server of the same base) that draws the k
+        samples and the held-out answers; each iteration's adapter is loaded there by path (training stays here)."""
         settings.check()
         self.out, self.base, self.train, self.settings, self.tools = Path(out), base, train, settings, tools
-        self.init_adapter = init_adapter
+        self.init_adapter, self.sampler = init_adapter, sampler
         self.out.mkdir(parents=True, exist_ok=True)
 
     def log(self, **event) -> None:
@@ -112,7 +115,14 @@ class Run:
 
     def _controller(self, adapter: str | None) -> Controller:
         """The model being trained, as training loads it (for `embedded`: the plain SmolLM2, not the GPT4Tools
-        adapter the Chat tab adds by default), with the current adapter merged."""
+        adapter the Chat tab adds by default), with the current adapter merged; or the sampler server with it."""
+        if self.sampler:
+            url, _, model = self.sampler.partition("#")
+            remote = OpenAIController(url, model=model or None)
+            if not adapter:
+                return remote
+            name = f"{self.out.name}-{hashlib.sha256(str(Path(adapter).resolve()).encode()).hexdigest()[:8]}"
+            return remote.with_adapter(name, str(Path(adapter).resolve()))
         source, _ = base_checkpoint(self.base)
         return TransformersController.from_pretrained(source, adapter=adapter, chat_format=self.train.chat_format)
 

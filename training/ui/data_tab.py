@@ -22,20 +22,28 @@ ASSETS = Path(__file__).resolve().parents[2] / "assets"
 PREVIEW_COLUMNS = ["kind", "instruction", "tools used", "answer"]
 
 
-def build_data_tab(store: ReviewStore, registry: ToolRegistry) -> dict[str, Any]:
-    """Build the Data tab inside the current gr.Blocks; returns its components by name."""
+DEMO_MAX_RECORDS = 20  # a shared demo Space generates a taste of the data, not a dataset
+
+
+def build_data_tab(store: ReviewStore, registry: ToolRegistry, demo: bool = False) -> dict[str, Any]:
+    """Build the Data tab inside the current gr.Blocks; returns its components by name. `demo` (a shared Space):
+    the template teacher only, the example images or uploads (no server folder), at most DEMO_MAX_RECORDS."""
     gr.Markdown("Generate GPT4Tools-style instructions: the teacher sees each image's caption and objects "
                 "and the tool descriptions, and writes instructions with their tool calls. The **template** "
                 "teacher works offline; an OpenAI-compatible URL (`http://host:8000/v1#model`) or a local model "
                 "id uses an LLM. Results are filtered, augmented, written as JSONL and queued for review.")
     with gr.Row():
         with gr.Column():
-            folder = gr.Textbox(str(ASSETS), label="Image folder on the server (with an optional annotations.json)")
+            folder = gr.Textbox(str(ASSETS), label="Image folder on the server (with an optional annotations.json)",
+                                interactive=not demo)
             uploads = gr.File(label="…or upload images", file_count="multiple", file_types=["image"])
-            teacher = gr.Dropdown(["template", "embedded"], value="template", allow_custom_value=True,
-                                  label="Teacher (or type a URL / model id)")
+            teacher = gr.Dropdown(["template"] if demo else ["template", "embedded"], value="template",
+                                  allow_custom_value=not demo, label="Teacher (or type a URL / model id)")
+            if demo:
+                gr.Markdown(f"*Shared demo: the template teacher, at most {DEMO_MAX_RECORDS} instructions.*")
             with gr.Row():
-                n = gr.Number(60, label="Instructions (about)", precision=0, minimum=1, maximum=20000)
+                n = gr.Number(12 if demo else 60, label="Instructions (about)", precision=0, minimum=1,
+                              maximum=DEMO_MAX_RECORDS if demo else 20000)
                 per_call = gr.Number(20, label="Per teacher call", precision=0, minimum=1, maximum=100)
                 offer = gr.Number(0, label="Tools per prompt (0: all)", precision=0, minimum=0)
             name = gr.Textbox("generated", label="Dataset name")
@@ -53,6 +61,9 @@ def build_data_tab(store: ReviewStore, registry: ToolRegistry) -> dict[str, Any]
                     offer_: float, name_: str, augment_: bool, progress=gr.Progress(track_tqdm=True)):
         if not re.fullmatch(r"[\w.-]{1,64}", name_ or ""):
             raise gr.Error("The dataset name may use letters, digits, '.', '_' and '-' only.")
+        if demo and Path(folder_.strip()) != ASSETS:  # the teacher and the count are checked by their components
+            raise gr.Error("This shared demo generates from the example images or uploads, not a folder of the "
+                           "server; run Toolsmith locally for that.")
         images = Path(folder_.strip())
         if files:
             images = Path(tempfile.mkdtemp(prefix="toolsmith-upload-"))

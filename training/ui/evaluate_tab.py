@@ -12,6 +12,7 @@ import pandas as pd
 from agent.controller import ControllerError
 from agent.pool import ControllerPool
 from visual_tools import ToolRegistry
+from visual_tools.zerogpu import on_gpu
 
 from ..evaluate import METRICS, evaluate, load_cases, markdown, summary, write_report
 from .train_tab import datasets_choices
@@ -68,7 +69,8 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
         table_rows = [[asdict(p)[c] for c in PREDICTION_COLUMNS] for p in results]
         return text, pd.DataFrame(chart_rows), table_rows, [str(p) for p in out.values()]
 
-    run.click(on_run, [data, upload, controller, adapter, unseen, limit, strict], [table, chart, predictions, files],
+    run.click(on_gpu(on_run, duration=600),
+              [data, upload, controller, adapter, unseen, limit, strict], [table, chart, predictions, files],
               api_name="evaluate", concurrency_id="controller")
     with gr.Accordion("BFCL: function-calling AST accuracy, with and without self-refinement", open=False):
         build_bfcl_eval(controllers)
@@ -110,7 +112,8 @@ def build_bfcl_eval(controllers: ControllerPool) -> None:
             rows += [{"setting": f"refine {mode}", **row} for row in bfcl.summary(outcomes)]
         return f"**{model.name}**\n\n{bfcl.markdown(rows)}"
 
-    go.click(on_run, [controller, adapter, categories, limit, modes, rounds], result, api_name="bfcl_evaluate",
+    go.click(on_gpu(on_run, duration=600),
+              [controller, adapter, categories, limit, modes, rounds], result, api_name="bfcl_evaluate",
              concurrency_id="controller")
 
 
@@ -163,5 +166,6 @@ def build_toolformer_eval() -> None:
                     f"{perplexity(lm.model, lm.tokenizer, read_texts(WIKI)):.3f}"
         return text
 
-    go.click(on_run, [model, adapter, math_file, ks, limit, ppl], result, api_name="toolformer_evaluate",
+    go.click(on_gpu(on_run, duration=600),
+              [model, adapter, math_file, ks, limit, ppl], result, api_name="toolformer_evaluate",
              concurrency_id="controller")

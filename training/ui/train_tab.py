@@ -79,11 +79,15 @@ def new_run(kind: str, name: str, state: Callable[[str], str]) -> Path:
 
 def launch(run: Path, command: list[str]) -> None:
     """Start a run's command in its own process group, logging to `output.log`; the folder keeps the command
-    and the process id, which is all the tabs read back."""
+    and the process id, which is all the tabs read back. `TOOLSMITH_RUN_THREADS` caps the run's CPU threads:
+    two torch processes that each take every core slow each other down far more than twice."""
     (run / "command.json").write_text(json.dumps(command))
+    env = dict(os.environ)
+    if os.environ.get("TOOLSMITH_RUN_THREADS"):
+        env["OMP_NUM_THREADS"] = env["MKL_NUM_THREADS"] = os.environ["TOOLSMITH_RUN_THREADS"]
     with (run / "output.log").open("w") as output:
         process = subprocess.Popen(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
+                                   start_new_session=True, env=env)
     (run / "pid").write_text(str(process.pid))
 
 
@@ -206,7 +210,7 @@ def build_train_tab() -> dict[str, Any]:
             run = gr.Dropdown(list_runs(), label="Run", allow_custom_value=True)
             status = gr.Markdown("No run selected.")
             loss = gr.LinePlot(pd.DataFrame({"step": [], "loss": []}), x="step", y="loss", title="Training loss",
-                               height=260)
+                               height=260, elem_id="train-loss")
             tail = gr.Textbox(label="Log", lines=6, max_lines=15, interactive=False, autoscroll=True)
             adapter = gr.Textbox(label="Adapter", interactive=False)
             load_in_chat = gr.Button("Load this adapter in the Chat tab", interactive=False)
