@@ -28,9 +28,12 @@ class OpenAIController:
         try:
             return request()
         except openai.APIConnectionError as exc:
-            raise ControllerError(f"cannot reach the controller at {self.base_url} ({exc.__cause__ or exc})") from None
+            raise self._unreachable(exc) from None
         except openai.APIError as exc:
             raise ControllerError(f"the controller at {self.base_url} answered with an error: {exc}") from None
+
+    def _unreachable(self, exc: openai.APIConnectionError) -> ControllerError:
+        return ControllerError(f"cannot reach the controller at {self.base_url} ({exc.__cause__ or exc})")
 
     @property
     def model(self) -> str:
@@ -84,7 +87,7 @@ class OpenAIController:
                 raise ControllerError(f"the server at {self.base_url} did not load {path}: "
                                       f"{exc.response.text[:500]}") from None
         except openai.APIConnectionError as exc:
-            raise ControllerError(f"cannot reach the controller at {self.base_url} ({exc.__cause__ or exc})") from None
+            raise self._unreachable(exc) from None
         return OpenAIController(self.base_url, model=name, api_key=self.client.api_key, timeout=self.client.timeout,
                                 max_retries=self.client.max_retries)
 

@@ -121,8 +121,8 @@ class Run:
             remote = OpenAIController(url, model=model or None)
             if not adapter:
                 return remote
-            name = f"{self.out.name}-{hashlib.sha256(str(Path(adapter).resolve()).encode()).hexdigest()[:8]}"
-            return remote.with_adapter(name, str(Path(adapter).resolve()))
+            path = str(Path(adapter).resolve())  # read by the server
+            return remote.with_adapter(f"{self.out.name}-{hashlib.sha256(path.encode()).hexdigest()[:8]}", path)
         source, _ = base_checkpoint(self.base)
         return TransformersController.from_pretrained(source, adapter=adapter, chat_format=self.train.chat_format)
 
