@@ -90,6 +90,20 @@ def test_template_generation_is_valid_varied_and_resumable(images, tmp_path):
     assert teacher.calls == 2 and again.jobs_done_before == 2 and again.records == 0
 
 
+def test_template_crop_of_a_named_region_carries_that_regions_box():
+    """"Crop the top left quarter" needs no object boxes: its gold box is the region, in fractions of the size."""
+    from training.templates import REGIONS
+    from visual_tools.crop import parse_box
+    crop = REGISTRY.tools["Crop Image"]
+    reply = TemplateTeacher().instruct(TeacherRequest("", Annotation("a cat", {"cat": [30, 0, 420, 300]}),
+                                                      [crop], n=40, seed=1))
+    candidates, bad = parse_reply(reply, REGISTRY)
+    regional = [(region, c.args[1]) for c in candidates for region in REGIONS if region in c.instruction]
+    assert bad == 0 and len(regional) >= 5 and len({region for region, _ in regional}) >= 3
+    assert all(box == REGIONS[region] for region, box in regional)
+    assert parse_box(REGIONS["top right quarter"], 512, 400) == (256, 0, 512, 200)
+
+
 def test_filters_name_what_they_drop(images, tmp_path):
     generate(images, TemplateTeacher(), REGISTRY, tmp_path / "raw.jsonl", n=8, per_call=4)
     good = load_jsonl(tmp_path / "raw.jsonl").records[0]

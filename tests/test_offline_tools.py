@@ -91,16 +91,39 @@ def test_faces_found_in_portraits_not_in_cats(store):
     assert "_face_" in result.image
 
 
-def test_pose_skeleton_on_a_person_and_none_on_a_cat(store):
-    from visual_tools.pose import Image2Pose
+def test_pose_openpose_skeleton_on_a_person_and_none_on_a_cat(store):
+    from visual_tools.pose import COLORS, Image2Pose
     result = invoke(Image2Pose(), store.save_upload(ASSETS / "astronaut.png"), store)
     skeleton = np.array(Image.open(store.resolve(result.image)).convert("RGB"))
     assert "_human-pose_" in result.image and skeleton.shape == (512, 512, 3)
-    rows, cols = np.nonzero(skeleton.max(axis=2))
-    assert 0.005 < len(rows) / (512 * 512) < 0.2  # a skeleton: lines, not a filled picture
-    assert 150 < np.median(cols) < 360 and rows.min() < 256  # centred on her, reaching the upper half
+
+    def disc(keypoint: int) -> tuple[float, float] | None:  # where OpenPose's colour for this keypoint is
+        ys, xs = np.nonzero((skeleton == COLORS[keypoint]).all(axis=2))
+        return (xs.mean(), ys.mean()) if len(xs) else None
+
+    nose, neck, right_shoulder, left_shoulder = disc(0), disc(1), disc(2), disc(5)
+    assert 180 < nose[0] < 270 and 60 < nose[1] < 200  # on her face
+    assert nose[1] < neck[1] and right_shoulder[0] < neck[0] < left_shoulder[0]  # facing us: her right on our left
+    assert (skeleton == [int(c * 0.6) for c in COLORS[12]]).all(axis=2).sum() > 100  # the neck-nose limb
+    assert 0.002 < skeleton.max(axis=2).astype(bool).mean() < 0.2  # a skeleton, not a filled picture
     with pytest.raises(ToolInputError, match="no human pose found"):
         invoke(Image2Pose(), store.save_upload(ASSETS / "chelsea.png"), store)
+
+
+def test_openpose_keypoints_drop_unseen_and_offimage_landmarks():
+    from types import SimpleNamespace
+
+    from visual_tools.pose import openpose_keypoints
+    marks = [SimpleNamespace(x=0.5, y=0.5, visibility=0.9) for _ in range(33)]
+    marks[11], marks[12] = SimpleNamespace(x=0.6, y=0.4, visibility=0.9), SimpleNamespace(x=0.2, y=0.4, visibility=0.9)
+    marks[14] = SimpleNamespace(x=0.5, y=0.5, visibility=0.1)  # right elbow: not seen
+    marks[27] = SimpleNamespace(x=0.5, y=1.3, visibility=0.9)  # left ankle: below the picture
+    points = openpose_keypoints(marks, 100, 200)
+    assert len(points) == 18 and points[1] == (40.0, 80.0)  # the neck: between the shoulders, in pixels
+    assert points[2] == (20.0, 80.0) and points[5] == (60.0, 80.0)
+    assert points[3] is None and points[13] is None and points[0] == (50.0, 100.0)
+    marks[12] = SimpleNamespace(x=0.2, y=0.4, visibility=0.0)
+    assert openpose_keypoints(marks, 100, 200)[1] is None  # no neck without both shoulders
 
 
 def test_super_resolution_doubles_and_keeps_content(store, box_image):

@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
 
     split = sub.add_parser("split", help="train / test_seen / test_unseen, holding out tools")
     split.add_argument("--data", required=True)
-    split.add_argument("--unseen", required=True, help="prompt names of held-out tools, separated by ';'")
+    split.add_argument("--unseen", default="", help="prompt names of held-out tools, separated by ';' (none: all seen)")
     split.add_argument("--test-fraction", type=float, default=0.1)
     split.add_argument("--seed", type=int, default=0)
     split.add_argument("--out", required=True, help="folder for train.jsonl, test_seen.jsonl, test_unseen.jsonl")

@@ -99,8 +99,12 @@ class TemplateTeacher:
             slots = {"object": obj, "new": rng.choice(templates.NEW_OBJECTS), "scene": rng.choice(templates.SCENES),
                      "style": style, "style_lower": style[0].lower() + style[1:],
                      "question": rng.choice(templates.QUESTIONS).format(object=obj),
-                     "box": str(request.annotation.objects.get(obj, [0, 0, 256, 256]))}
-            instruction = rng.choice(PHRASINGS[type(tool).__name__]).format(**slots)
+                     "box": str(request.annotation.objects.get(obj, [0, 0, 256, 256])),
+                     "region": rng.choice(list(templates.REGIONS))}
+            phrasing = rng.choice(PHRASINGS[type(tool).__name__])
+            if "{region}" in phrasing:
+                slots["box"] = templates.REGIONS[slots["region"]]
+            instruction = phrasing.format(**slots)
             args = [EXAMPLE_IMAGE if spec.type == "image_path"
                     else slots[ARG_SLOTS.get(spec.name) or TEXT_SLOT.get(type(tool).__name__, "scene")]
                     for spec in tool.inputs]

@@ -1,7 +1,8 @@
 """The offline template teacher's phrasings: several ways a user asks for each tool, with slots.
 
 Slots: {object} and {new} (objects in / for the image), {scene} (a picture to generate), {style} (an edit),
-{question} (about the image), {box} (a region). A tool's text inputs take the slot named in ARG_SLOTS.
+{question} (about the image), {box} (an object's box), {region} (a named part of the image, whose box in
+fractions of the size then fills {box}). A tool's text inputs take the slot named in ARG_SLOTS.
 """
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ PHRASINGS: dict[str, list[str]] = {
                    "Where are the person's joints? Draw the pose."],
     "CropImage": ["Crop the {object} out of the image.", "Cut out the region {box} from the picture.",
                   "I only want the part with the {object}; crop it, please.", "Crop the image to the {object}.",
-                  "Zoom in on the {object} by cropping the photo."],
+                  "Zoom in on the {object} by cropping the photo.", "Crop the {region} of this image.",
+                  "Keep only the {region} of the picture.", "Cut the {region} out of the photo."],
     "TextDetection": ["Read the text in this image.", "Is there any writing in the picture? Read it.",
                       "Detect the text on the photo.", "What does the text in the image say?",
                       "Run OCR on this picture."],
@@ -93,6 +95,10 @@ for _cls, (_map, _short) in _CONDITIONED.items():
         f"Make {{scene}} that follows the {_map} of this picture.",
     ]
 
+REGIONS = {"top left quarter": "[0, 0, 0.5, 0.5]", "top right quarter": "[0.5, 0, 1, 0.5]",
+           "bottom left quarter": "[0, 0.5, 0.5, 1]", "bottom right quarter": "[0.5, 0.5, 1, 1]",
+           "left half": "[0, 0, 0.5, 1]", "right half": "[0.5, 0, 1, 1]", "top half": "[0, 0, 1, 0.5]",
+           "bottom half": "[0, 0.5, 1, 1]", "centre": "[0.25, 0.25, 0.75, 0.75]"}
 SCENES = ["a red sports car on a mountain road", "a lighthouse at sunset", "a bowl of ramen with chopsticks",
           "a snowy cabin in a pine forest", "an astronaut riding a horse", "a futuristic city at night",
           "a golden retriever playing in the park", "a vase of sunflowers on a table", "a sailing boat in a storm",

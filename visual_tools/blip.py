@@ -17,7 +17,6 @@ class _Blip(Tool):
 
     def setup(self) -> None:
         path = locate(self.checkpoint)
-        self.dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
         self.processor = BlipProcessor.from_pretrained(path)
         self.model = self.model_class.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
 
@@ -36,6 +35,7 @@ class ImageCaptioning(_Blip):
     inputs = (Input("image_path", "image_path"),)
     output = "text"
     checkpoints = ("Salesforce/blip-image-captioning-base",)
+    params_m = 247
     model_class = BlipForConditionalGeneration
 
     def forward(self, image_path: Path) -> str:
@@ -51,6 +51,7 @@ class VisualQuestionAnswering(_Blip):
     inputs = (Input("image_path", "image_path"), Input("question", "text"))
     output = "text"
     checkpoints = ("Salesforce/blip-vqa-base",)
+    params_m = 385
     model_class = BlipForQuestionAnswering
 
     def forward(self, image_path: Path, question: str) -> str:

@@ -21,10 +21,12 @@ class Image2Depth(Tool):
     op = "depth"
     backend = "DPT depth estimation through transformers"
     checkpoints = ("Intel/dpt-large",)  # the depth-estimation pipeline's default, as GPT4Tools uses it
+    params_m = 343
 
     def setup(self) -> None:
         from transformers import pipeline
-        self.estimator = pipeline("depth-estimation", model=locate(self.checkpoint), device=self.device)
+        self.estimator = pipeline("depth-estimation", model=locate(self.checkpoint), device=self.device,
+                                  dtype=self.dtype)
 
     def predict(self, image: Image.Image) -> np.ndarray:
         """Relative inverse depth (larger is nearer), one float per pixel of `image`."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import torch
 from PIL import Image
 
 from .base import Input, Tool
@@ -33,10 +32,6 @@ def _fit(image: Image.Image, size: int) -> Image.Image:
 class _Diffusion(Tool):
     size, steps, guidance = 512, 20, 9.0  # GPT4Tools' ControlNet settings; tests shrink them
 
-    @property
-    def dtype(self) -> torch.dtype:
-        return torch.float16 if self.device.startswith("cuda") else torch.float32
-
     def _place(self, pipe):
         pipe.set_progress_bar_config(disable=True)
         if os.environ.get("TOOLSMITH_CPU_OFFLOAD") and self.device.startswith("cuda"):
@@ -56,6 +51,7 @@ class Text2Image(_Diffusion):
     op = "gen"
     backend = "Stable Diffusion 1.5 through diffusers"
     checkpoints = ("stable-diffusion-v1-5/stable-diffusion-v1-5",)
+    params_m = 1066  # UNet 860M + CLIP text encoder 123M + VAE 84M
     steps, guidance = 50, 7.5
 
     def setup(self) -> None:
@@ -79,6 +75,7 @@ class InstructPix2Pix(_Diffusion):
     op = "pix2pix"
     backend = "Instruct-Pix2Pix through diffusers"
     checkpoints = ("timbrooks/instruct-pix2pix",)
+    params_m = 1066  # UNet 860M + CLIP text encoder 123M + VAE 84M
     steps = 40
 
     def setup(self) -> None:
@@ -99,6 +96,7 @@ class _ControlNet(_Diffusion):
     output = "image_path"
     requires = ("Text2Image",)
     backend = "ControlNet 1.1 on Stable Diffusion 1.5 through diffusers"
+    params_m = 361  # the ControlNet alone: the SD base is the Text2Image tool's
 
     def setup(self) -> None:
         from diffusers import ControlNetModel, StableDiffusionControlNetPipeline, UniPCMultistepScheduler

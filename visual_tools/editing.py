@@ -23,6 +23,7 @@ class ReplaceSomething(_Diffusion):
     op = "replace-something"
     backend = "Grounding DINO -> SAM -> Stable Diffusion inpainting"
     checkpoints = ("stable-diffusion-v1-5/stable-diffusion-inpainting",)
+    params_m = 1066  # UNet 860M + CLIP text encoder 123M + VAE 84M
     requires = ("ObjectSegmenting",)
     padding = 20  # GPT4Tools grows the mask by 20 px so the inpainting blends in
 

@@ -31,19 +31,21 @@ class Text2Box(Tool):
     op = "detect-something"
     backend = "Grounding DINO through transformers"
     checkpoints = ("IDEA-Research/grounding-dino-tiny",)  # Swin-T OGC, GPT4Tools' choice
+    params_m = 172
     box_threshold, text_threshold = 0.3, 0.25  # GPT4Tools' thresholds
 
     def setup(self) -> None:
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
         self.processor = AutoProcessor.from_pretrained(locate(self.checkpoint))
-        self.model = AutoModelForZeroShotObjectDetection.from_pretrained(locate(self.checkpoint)).to(self.device).eval()
+        self.model = AutoModelForZeroShotObjectDetection.from_pretrained(
+            locate(self.checkpoint), dtype=self.dtype).to(self.device).eval()
 
     @torch.inference_mode()
     def detect(self, image: Image.Image, text: str) -> list[tuple[list[float], str, float]]:
         """(box [x1, y1, x2, y2] in pixels, phrase, score) for each detection of `text`."""
         prompt = text.lower().strip()
         prompt = prompt if prompt.endswith(".") else prompt + "."
-        batch = self.processor(images=image, text=prompt, return_tensors="pt").to(self.device)
+        batch = self.processor(images=image, text=prompt, return_tensors="pt").to(self.device, self.dtype)
         out = self.model(**batch)
         found = self.processor.post_process_grounded_object_detection(
             out, batch["input_ids"], threshold=self.box_threshold, text_threshold=self.text_threshold,

@@ -65,18 +65,19 @@ class Image2Hed(Tool):
     backend = "ControlNet's Apache-2.0 HED network (lllyasviel/Annotators)"
     checkpoints = ("lllyasviel/Annotators",)
     checkpoint_files = (WEIGHTS,)
+    params_m = 14.7
 
     def setup(self) -> None:
         self.network = HedNetwork()
         state = torch.load(Path(locate(self.checkpoint, WEIGHTS)) / WEIGHTS, map_location="cpu", weights_only=True)
         self.network.load_state_dict(state)
-        self.network.to(self.device).eval()
+        self.network.to(self.device, self.dtype).eval()
 
     @torch.inference_mode()
     def forward(self, image_path: Path) -> Image.Image:
         rgb = np.array(Image.open(image_path).convert("RGB"))
         h, w = rgb.shape[:2]
-        pixels = torch.from_numpy(rgb).float().permute(2, 0, 1)[None].to(self.device)  # 0..255, RGB
+        pixels = torch.from_numpy(rgb).float().permute(2, 0, 1)[None].to(self.device, self.dtype)  # 0..255, RGB
         scales = [cv2.resize(s[0, 0].float().cpu().numpy(), (w, h), interpolation=cv2.INTER_LINEAR)
                   for s in self.network(pixels)]
         edge = 1 / (1 + np.exp(-np.mean(scales, axis=0).astype(np.float64)))

@@ -1,12 +1,66 @@
-"""Pose Detection On Image: a human skeleton on black, from the MediaPipe Pose model in its wheel."""
+"""Pose Detection On Image: MediaPipe Pose (the model in its wheel) drawn as an OpenPose skeleton.
+
+The pose ControlNet (`control_v11p_sd15_openpose`) was trained on OpenPose's 18-keypoint rendering, so the
+33 MediaPipe landmarks are mapped to those 18 keypoints and drawn with OpenPose's limbs and colours. The
+drawing follows `controlnet_aux.open_pose.util.draw_bodypose` (Apache-2.0); it is written here because
+controlnet-aux imports torchvision on import, which has no CPU build for torch 2.13.
+"""
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
+import cv2
 import numpy as np
 from PIL import Image
 
 from .base import Input, Tool, ToolInputError
+
+# OpenPose's keypoints in its order (nose, neck, right arm, left arm, right leg, left leg, eyes, ears) as
+# MediaPipe landmark indices; the neck is the midpoint of the two shoulders.
+OPENPOSE_FROM_MEDIAPIPE: tuple[int | tuple[int, int], ...] = (
+    0, (11, 12), 12, 14, 16, 11, 13, 15, 24, 26, 28, 23, 25, 27, 5, 2, 8, 7)
+LIMBS = ((1, 2), (1, 5), (2, 3), (3, 4), (5, 6), (6, 7), (1, 8), (8, 9), (9, 10), (1, 11), (11, 12), (12, 13),
+         (1, 0), (0, 14), (14, 16), (0, 15), (15, 17))
+COLORS = ((255, 0, 0), (255, 85, 0), (255, 170, 0), (255, 255, 0), (170, 255, 0), (85, 255, 0), (0, 255, 0),
+          (0, 255, 85), (0, 255, 170), (0, 255, 255), (0, 170, 255), (0, 85, 255), (0, 0, 255), (85, 0, 255),
+          (170, 0, 255), (255, 0, 255), (255, 0, 170), (255, 0, 85))
+MIN_VISIBILITY = 0.5
+
+
+def openpose_keypoints(landmarks, width: int, height: int) -> list[tuple[float, float] | None]:
+    """The 18 OpenPose keypoints in pixels from MediaPipe's landmarks; None where a point is unseen or off-image."""
+    def point(index: int) -> tuple[float, float] | None:
+        mark = landmarks[index]
+        inside = 0 <= mark.x <= 1 and 0 <= mark.y <= 1
+        return (mark.x * width, mark.y * height) if inside and mark.visibility >= MIN_VISIBILITY else None
+
+    keypoints = []
+    for source in OPENPOSE_FROM_MEDIAPIPE:
+        if isinstance(source, int):
+            keypoints.append(point(source))
+            continue
+        ends = [point(i) for i in source]
+        keypoints.append(None if None in ends else tuple(np.mean(ends, axis=0)))
+    return keypoints
+
+
+def draw_openpose(keypoints: list[tuple[float, float] | None], width: int, height: int) -> np.ndarray:
+    """OpenPose's rendering: limbs as ellipses at 60 % of their colour, then a disc on every keypoint."""
+    canvas = np.zeros((height, width, 3), dtype=np.uint8)
+    for (a, b), color in zip(LIMBS, COLORS):
+        if keypoints[a] is None or keypoints[b] is None:
+            continue
+        (xa, ya), (xb, yb) = keypoints[a], keypoints[b]
+        length = math.hypot(xa - xb, ya - yb)
+        angle = math.degrees(math.atan2(ya - yb, xa - xb))
+        polygon = cv2.ellipse2Poly((int((xa + xb) / 2), int((ya + yb) / 2)), (int(length / 2), 4), int(angle),
+                                   0, 360, 1)
+        cv2.fillConvexPoly(canvas, polygon, [int(c * 0.6) for c in color])
+    for keypoint, color in zip(keypoints, COLORS):
+        if keypoint is not None:
+            cv2.circle(canvas, (int(keypoint[0]), int(keypoint[1])), 4, color, thickness=-1)
+    return canvas
 
 
 class Image2Pose(Tool):
@@ -18,7 +72,7 @@ class Image2Pose(Tool):
     output = "image_path"
     op = "human-pose"
     package = ("mediapipe", "mediapipe==0.10.14")
-    backend = "MediaPipe Pose, 33 landmarks (in place of GPT4Tools' OpenPose)"
+    backend = "MediaPipe Pose, drawn as OpenPose's 18 keypoints (in place of GPT4Tools' OpenPose)"
 
     def setup(self) -> None:
         import mediapipe as mp
@@ -30,10 +84,5 @@ class Image2Pose(Tool):
             found = pose.process(rgb).pose_landmarks
         if found is None:
             raise ToolInputError(f"no human pose found in image/{image_path.name}")
-        canvas = np.zeros_like(rgb)
-        style = self.mp.drawing_utils.DrawingSpec
-        self.mp.drawing_utils.draw_landmarks(
-            canvas, found, self.mp.pose.POSE_CONNECTIONS,
-            landmark_drawing_spec=style(color=(255, 0, 0), thickness=4, circle_radius=3),
-            connection_drawing_spec=style(color=(255, 255, 255), thickness=3))
-        return Image.fromarray(canvas)
+        height, width = rgb.shape[:2]
+        return Image.fromarray(draw_openpose(openpose_keypoints(found.landmark, width, height), width, height))

@@ -69,6 +69,21 @@ def parse_load(spec: str | None) -> dict[str, str]:
     return load
 
 
+def memory_text(info: dict) -> str:
+    """A tool's weights for people: measured once loaded, else the float16 estimate; and the tools it shares."""
+    def size(mb: float) -> str:
+        return f"{mb / 1000:.1f} GB" if mb >= 100 else f"{mb:.0f} MB" if mb >= 1 else f"{mb:.2f} MB"
+
+    if info["loaded_mb"]:
+        text = f"{size(info['loaded_mb'])} loaded"
+    elif info["gpu_estimate_mb"] is None:
+        text = "? (not the default checkpoint)"
+    else:
+        text = f"≈ {size(info['gpu_estimate_mb'])}" if info["gpu_estimate_mb"] else ""
+    shares = f"shares {', '.join(info['requires'])}" if info["requires"] else ""
+    return ", ".join(part for part in (text, shares) if part) or "–"
+
+
 class UnknownToolError(ToolInputError):
     pass
 
@@ -109,6 +124,10 @@ class ToolRegistry:
         if not ok:
             raise UnknownToolError(f"'{tool.name}' is unavailable here ({reason}); try one of [{offered}].")
         return tool
+
+    def gpu_estimate_mb(self) -> float:
+        """Approximate float16 weights of every tool here, each model counted once (unknown sizes count 0)."""
+        return sum(tool.gpu_estimate_mb() or 0.0 for tool in self.tools.values())
 
     def by_class(self, class_name: str) -> Tool | None:
         return next((t for t in self.tools.values() if type(t).__name__ == class_name), None)

@@ -38,23 +38,24 @@ class Segmenting(Tool):
     op = "segment-image"
     backend = "Segment Anything (SAM) through transformers, point-grid prompts"
     checkpoints = ("facebook/sam-vit-huge",)
+    params_m = 641
     points_per_side, batch, min_iou, nms_iou = 16, 64, 0.88, 0.7  # SAM's automatic-mask defaults, coarser grid
 
     def setup(self) -> None:
         from transformers import SamModel, SamProcessor
         self.processor = SamProcessor.from_pretrained(locate(self.checkpoint))
-        self.model = SamModel.from_pretrained(locate(self.checkpoint)).to(self.device).eval()
+        self.model = SamModel.from_pretrained(locate(self.checkpoint), dtype=self.dtype).to(self.device).eval()
 
     @torch.inference_mode()
     def _masks(self, image: Image.Image, prompts: dict) -> tuple[np.ndarray, np.ndarray]:
         """Masks (n, H, W) and their predicted IoU for the prompts, one best mask per prompt."""
         embeddings = self.model.get_image_embeddings(
-            self.processor(image, return_tensors="pt")["pixel_values"].to(self.device))
-        batch = self.processor(image, return_tensors="pt", **prompts).to(self.device)
+            self.processor(image, return_tensors="pt")["pixel_values"].to(self.device, self.dtype))
+        batch = self.processor(image, return_tensors="pt", **prompts).to(self.device, self.dtype)
         out = self.model(image_embeddings=embeddings, multimask_output=False,
                          **{k: v for k, v in batch.items() if k.startswith("input_")})
         masks = self.processor.image_processor.post_process_masks(
-            out.pred_masks.cpu(), batch["original_sizes"].cpu(), batch["reshaped_input_sizes"].cpu())[0]
+            out.pred_masks.float().cpu(), batch["original_sizes"].cpu(), batch["reshaped_input_sizes"].cpu())[0]
         return masks[:, 0].numpy(), out.iou_scores[0, :, 0].float().cpu().numpy()
 
     def masks_for_boxes(self, image: Image.Image, boxes: list[list[float]]) -> list[np.ndarray]:

@@ -23,16 +23,18 @@ class Image2Seg(Tool):
     op = "segmentation-map"
     backend = "UperNet (ADE20K, 150 classes) through transformers"
     checkpoints = ("openmmlab/upernet-convnext-small",)
+    params_m = 81
 
     def setup(self) -> None:
         from transformers import AutoImageProcessor, UperNetForSemanticSegmentation
         self.processor = AutoImageProcessor.from_pretrained(locate(self.checkpoint))
-        self.model = UperNetForSemanticSegmentation.from_pretrained(locate(self.checkpoint)).to(self.device).eval()
+        self.model = UperNetForSemanticSegmentation.from_pretrained(
+            locate(self.checkpoint), dtype=self.dtype).to(self.device).eval()
 
     @torch.inference_mode()
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")
-        batch = self.processor(images=image, return_tensors="pt").to(self.device)
+        batch = self.processor(images=image, return_tensors="pt").to(self.device, self.dtype)
         classes = self.processor.post_process_semantic_segmentation(
             self.model(**batch), target_sizes=[image.size[::-1]])[0].cpu().numpy()
         palette = np.array(ADE20K_PALETTE, dtype=np.uint8)

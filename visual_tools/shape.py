@@ -19,6 +19,7 @@ class Text2Shape(_Diffusion):
     op = "shape"
     backend = "Shap-E through diffusers (four of its twenty rendered views)"
     checkpoints = ("openai/shap-e",)
+    params_m = 430  # its text-conditional prior (300M) + CLIP ViT-L/14 text encoder (123M) + the renderer
     size, steps, guidance = 256, 64, 15.0  # Shap-E's own settings; `size` is the frame size
 
     def setup(self) -> None:

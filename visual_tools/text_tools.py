@@ -191,6 +191,7 @@ class QA(Tool):
     output = "text"
     op = "qa"
     checkpoints = ("deepset/roberta-base-squad2",)
+    params_m = 124
     requires = ("WikiSearch",)
     backend = "extractive QA (transformers) over the top WikiSearch passage"
     max_answer_tokens = 30
@@ -201,7 +202,7 @@ class QA(Tool):
         from .checkpoints import locate
         folder = locate(self.checkpoint)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        self.model = AutoModelForQuestionAnswering.from_pretrained(folder).to(self.device).eval()
+        self.model = AutoModelForQuestionAnswering.from_pretrained(folder, dtype=self.dtype).to(self.device).eval()
 
     def forward(self, question: str) -> str:
         passages = self.parts["WikiSearch"].search(question)
@@ -268,6 +269,7 @@ class MT(Tool):
     output = "text"
     op = "mt"
     checkpoints = ("facebook/nllb-200-distilled-600M",)
+    params_m = 615
     backend = "NLLB-200 (transformers seq2seq) + langdetect"
     max_new_tokens = 200
 
@@ -277,8 +279,7 @@ class MT(Tool):
         from .checkpoints import locate
         folder = locate(self.checkpoint)
         self.tokenizer = AutoTokenizer.from_pretrained(folder)
-        dtype = torch.float16 if self.device.startswith("cuda") else torch.float32
-        self.model = AutoModelForSeq2SeqLM.from_pretrained(folder, dtype=dtype).to(self.device).eval()
+        self.model = AutoModelForSeq2SeqLM.from_pretrained(folder, dtype=self.dtype).to(self.device).eval()
 
     def forward(self, text: str) -> str:
         language = detect_language(text)

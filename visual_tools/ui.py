@@ -8,10 +8,10 @@ import gradio as gr
 from .base import ToolInputError
 from .image_store import ImageStore
 from .invoke import ToolTimeout, invoke
-from .registry import ToolRegistry
+from .registry import ToolRegistry, memory_text
 from .zerogpu import on_gpu
 
-COLUMNS = ["Tool", "Class", "Inputs", "Output", "Backend", "Device", "Status"]
+COLUMNS = ["Tool", "Class", "Inputs", "Output", "Backend", "Device", "GPU memory", "Status"]
 
 
 def tool_rows(registry: ToolRegistry) -> list[list[str]]:
@@ -22,13 +22,16 @@ def tool_rows(registry: ToolRegistry) -> list[list[str]]:
                   else f"❌ {info['reason']}")
         rows.append([info["name"], info["class"], ", ".join(i["name"] for i in info["inputs"]), info["output"],
                      info["backend"] + (f" · {info['checkpoint']}" if info["checkpoint"] else ""), info["device"],
-                     status])
+                     memory_text(info), status])
     return rows
 
 
 def build_tools_tab(registry: ToolRegistry, tool_timeout: float | None = None) -> dict[str, Any]:
     """Build the Tools tab inside the current gr.Blocks; returns its components by name."""
     store = gr.State(None, delete_callback=lambda s: s and s.delete())
+    gr.Markdown(f"*GPU memory*: the weights in float16 on CUDA, from each checkpoint's parameter count, until a tool "
+                f"loads, then measured on its device; activations and the CUDA context come on top. Every tool "
+                f"here: ≈ {registry.gpu_estimate_mb() / 1000:.1f} GB.")
     table = gr.Dataframe(tool_rows(registry), headers=COLUMNS, interactive=False, wrap=True)
     refresh = gr.Button("Refresh", size="sm")
     gr.Markdown("### Try a tool\nInputs after the image are written as the model writes them "
