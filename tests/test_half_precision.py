@@ -37,7 +37,7 @@ BUILDERS = {  # class -> (checkpoint builder, its text input if it has one)
 
 
 @pytest.fixture
-def small_box(tmp_path):
+def small_photo(tmp_path):
     """The cat at 40 x 30: float16 convolutions are slow on a CPU."""
     path = tmp_path / "small.png"
     Image.open(Path(__file__).parent.parent / "assets" / "chelsea.png").resize((40, 30)).save(path)
@@ -57,13 +57,14 @@ def weights_mb(tool: Tool) -> float:
 
 
 @pytest.mark.parametrize("class_name", sorted(BUILDERS))
-def test_model_tools_run_in_float16(half, class_name, tmp_path, small_box):
+def test_model_tools_run_in_float16(half, class_name, tmp_path, small_photo):
     build, text = BUILDERS[class_name]
     tool = TOOL_CLASSES[class_name]("cpu", str(build(tmp_path / class_name)))
+    # the tests' small settings (the attributes a tool does not have are never read)
     tool.size, tool.steps, tool.min_iou, tool.points_per_side = 32, 2, -1.0, 2
     tool.box_threshold = tool.text_threshold = 0.0
     # called directly: the session store would upscale the photo to 512 px
-    out = tool(**{spec.name: small_box if spec.type == "image_path" else text for spec in tool.inputs})
+    out = tool(**{spec.name: small_photo if spec.type == "image_path" else text for spec in tool.inputs})
     assert isinstance(out, Image.Image if tool.output == "image_path" else str)
     modules = tool.modules()
     assert modules and all(p.dtype == torch.float16 for m in modules for p in m.parameters())

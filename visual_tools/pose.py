@@ -17,9 +17,10 @@ from PIL import Image
 from .base import Input, Tool, ToolInputError
 
 # OpenPose's keypoints in its order (nose, neck, right arm, left arm, right leg, left leg, eyes, ears) as
-# MediaPipe landmark indices; the neck is the midpoint of the two shoulders.
-OPENPOSE_FROM_MEDIAPIPE: tuple[int | tuple[int, int], ...] = (
-    0, (11, 12), 12, 14, 16, 11, 13, 15, 24, 26, 28, 23, 25, 27, 5, 2, 8, 7)
+# the MediaPipe landmarks each is the mean of: one, or for the neck the two shoulders.
+OPENPOSE_FROM_MEDIAPIPE: tuple[tuple[int, ...], ...] = (
+    (0,), (11, 12), (12,), (14,), (16,), (11,), (13,), (15,), (24,), (26,), (28,), (23,), (25,), (27,), (5,), (2,),
+    (8,), (7,))
 LIMBS = ((1, 2), (1, 5), (2, 3), (3, 4), (5, 6), (6, 7), (1, 8), (8, 9), (9, 10), (1, 11), (11, 12), (12, 13),
          (1, 0), (0, 14), (14, 16), (0, 15), (15, 17))
 COLORS = ((255, 0, 0), (255, 85, 0), (255, 170, 0), (255, 255, 0), (170, 255, 0), (85, 255, 0), (0, 255, 0),
@@ -36,12 +37,9 @@ def openpose_keypoints(landmarks, width: int, height: int) -> list[tuple[float, 
         return (mark.x * width, mark.y * height) if inside and mark.visibility >= MIN_VISIBILITY else None
 
     keypoints = []
-    for source in OPENPOSE_FROM_MEDIAPIPE:
-        if isinstance(source, int):
-            keypoints.append(point(source))
-            continue
-        ends = [point(i) for i in source]
-        keypoints.append(None if None in ends else tuple(np.mean(ends, axis=0)))
+    for sources in OPENPOSE_FROM_MEDIAPIPE:
+        points = [point(i) for i in sources]
+        keypoints.append(None if None in points else tuple(float(v) for v in np.mean(points, axis=0)))
     return keypoints
 
 
