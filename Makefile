@@ -12,6 +12,9 @@ install:
 	$(PIP) install --no-deps bfcl-eval==2026.3.23 tree_sitter==0.21.3 tree-sitter-java==0.21.0 \
 		tree-sitter-javascript==0.21.4                # BFCL's data, decoder and AST checker (ToolACE-R)
 	$(PIP) install -e .
+# the embedded controller's CPU engine, llama.cpp, compiled here (~5 min on 2 cores; PyPI has no wheel of it)
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(PIP) install llama-cpp-python==0.3.36 \
+		|| echo "llama-cpp-python did not build: the embedded controller runs on transformers (README, Controllers)"
 
 install-dev: install
 	$(PIP) install -e ".[dev]"

@@ -9,6 +9,10 @@ class ControllerError(RuntimeError):
     """The controller could not answer (unreachable server, missing weights); shown to the user."""
 
 
+class PromptTooLong(ControllerError):
+    """The prompt and the reply do not fit the model's context: the agent drops the oldest history and retries."""
+
+
 @runtime_checkable
 class Controller(Protocol):
     name: str
@@ -48,11 +52,13 @@ def stream_until_stop(chunks: Iterable[str], stop: Sequence[str]) -> Iterator[st
 
 
 def load_controller(spec: str = "embedded", adapter: str | None = None, **kwargs) -> Controller:
-    """`embedded`, an `http(s)://…/v1[#model]` OpenAI-compatible URL, or a model id / local path."""
+    """`embedded`, an `http(s)://…/v1[#model]` OpenAI-compatible URL, or a model id / local path.
+    `adapter="none"`: no adapter (for `embedded`: not even the shipped one)."""
     spec = spec.strip()
     if spec == "embedded":
         from .embedded import load_embedded
         return load_embedded(adapter=adapter, **kwargs)
+    adapter = None if adapter == "none" else adapter
     if spec.startswith(("http://", "https://")):
         if adapter:
             raise ControllerError("an adapter cannot be applied to a remote controller; load it on the server")

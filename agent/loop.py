@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from visual_tools import ImageStore, ToolInputError, ToolRegistry, ToolTimeout, invoke
 from visual_tools.image_store import IMAGE_NAME
 
-from .controller import Controller, ControllerError
+from .controller import Controller, ControllerError, PromptTooLong
 from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, ThoughtEvent,
                      ToolCallEvent)
 from .parsing import Final, ParseError, parse_step
@@ -29,18 +29,32 @@ class Agent:
         self.history_turns, self.tool_timeout = history_turns, tool_timeout
 
     def prompt(self, user_input: str, history: list[Turn], steps: list[ScratchStep]) -> str:
-        return render_prompt(self.registry.available(), recent(history, self.history_turns), user_input, steps)
+        return render_prompt(self.registry.available(), history, user_input, steps)
 
-    def run(self, user_input: str, history: list[Turn], store: ImageStore) -> Iterator[Event]:
-        steps: list[ScratchStep] = []
-        for step in range(self.max_steps):
+    def _stream(self, step: int, user_input: str, history: list[Turn],
+                steps: list[ScratchStep]) -> Generator[DraftEvent, None, tuple[str, list[Turn]]]:
+        """The step's text, its drafts yielded as they come; a prompt too long for the controller's context
+        loses its oldest turns until it fits (PromptTooLong comes before any text). Returns the text and
+        the history it was written with."""
+        while True:
             text = ""
             try:
                 for piece in self.controller.stream(self.prompt(user_input, history, steps), stop=STOP,
-                                                    max_new_tokens=self.max_new_tokens,
-                                                    temperature=self.temperature):
+                                                    max_new_tokens=self.max_new_tokens, temperature=self.temperature):
                     text += piece
                     yield DraftEvent(step, text)
+                return text, history
+            except PromptTooLong:
+                if not history:
+                    raise
+                history = history[1:]
+
+    def run(self, user_input: str, history: list[Turn], store: ImageStore) -> Iterator[Event]:
+        steps: list[ScratchStep] = []
+        history = recent(history, self.history_turns)
+        for step in range(self.max_steps):
+            try:
+                text, history = yield from self._stream(step, user_input, history, steps)
             except ControllerError as exc:
                 yield ErrorEvent(f"Controller error: {exc}")
                 return

@@ -12,8 +12,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
 
-from .controller import ControllerError
-from .hf_controller import TransformersController
+from .controller import Controller, ControllerError
 
 
 class ChatRequest(BaseModel):
@@ -45,19 +44,19 @@ def _stops(stop: str | list[str] | None) -> list[str]:
     return [stop] if isinstance(stop, str) else list(stop or [])
 
 
-def create_app(controller: TransformersController, model_name: str,
-               load_adapter: Callable[[str], TransformersController] | None = None) -> FastAPI:
+def create_app(controller: Controller, model_name: str,
+               load_adapter: Callable[[str], Controller] | None = None) -> FastAPI:
     """`load_adapter(path)`: the base with a LoRA adapter on top, for vLLM's `/v1/load_lora_adapter`
     (the adapter is then asked for by its `lora_name` as the model)."""
     app = FastAPI(title="Toolsmith controller server")
-    adapters: dict[str, TransformersController] = {}
+    adapters: dict[str, Controller] = {}
     lock = threading.Lock()
 
     def envelope(kind: str, choices: list[dict], model: str = model_name) -> dict:
         return {"id": f"tsm-{uuid.uuid4().hex[:12]}", "object": kind, "created": int(time.time()),
                 "model": model, "choices": choices}
 
-    def pick(model: str | None) -> TransformersController:
+    def pick(model: str | None) -> Controller:
         if model in (None, model_name):
             return controller
         if model in adapters:
@@ -119,7 +118,11 @@ def create_app(controller: TransformersController, model_name: str,
         if not (req.echo and req.logprobs is not None):
             raise HTTPException(400, "this server scores prompts on /v1/completions (echo=true, logprobs=0); "
                                      "generate through /v1/chat/completions")
-        tokens, offsets, scores = pick(req.model).token_logprobs(req.prompt)
+        scorer = pick(req.model)
+        if not hasattr(scorer, "token_logprobs"):
+            raise HTTPException(400, f"{scorer.name} does not score tokens (llama.cpp generates only); serve a "
+                                     "transformers controller (--controller <folder or hub id>) for logprobs")
+        tokens, offsets, scores = scorer.token_logprobs(req.prompt)
         logprobs = {"tokens": tokens, "text_offset": offsets, "token_logprobs": scores, "top_logprobs": None}
         return envelope("text_completion", [{"index": 0, "text": req.prompt, "logprobs": logprobs,
                                              "finish_reason": "length"}])

@@ -1,28 +1,35 @@
-"""Latency of a 3-step agent episode on the embedded controller: prefix-cached vs re-encoding each step.
+"""The embedded controller on its two engines, side by side: today's fp32 transformers path (with its prefix
+cache) against llama.cpp, the same prompts, the same adapter (assets/controller-lora).
 
-GPT4Tools/TaskMatrix re-encode the whole prompt at every step; Toolsmith keeps the KV cache of the
-last sequence and encodes only the new tail. Both modes share the same weights and see the same
-prompts; each step generates a fixed token budget (no early stop) so both do the same decoding work.
-Run: python bench/agent_step.py [--steps 3] [--new-tokens 32] [--history-turns 3]
+Each engine runs in processes of its own (peak RSS is per process): a first start on an empty data folder
+(conversions included), a later start, then the measures: decode tokens/s, time to first token with 3 and 30
+earlier turns in the prompt (the previous turn's prompt cached, as in a chat in progress), a 3-step episode
+of fixed 32-token steps, and a real chat turn through the agent loop (upload, Edge Detection, answer).
+Run: python bench/agent_step.py [--repeats 2]
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from agent.embedded import load_embedded  # noqa: E402
-from agent.hf_controller import TransformersController  # noqa: E402
-from agent.prompts import ScratchStep, Turn, image_turn, render_prompt, render_step  # noqa: E402
-from visual_tools import ToolRegistry  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+ENGINES = ("transformers", "llama.cpp")
+DECODE_PROMPT = "Write a long story about a lighthouse keeper and a storm."
 
 
 def episode_prompts(steps: int, history_turns: int) -> tuple[str, list[str]]:
     """The previous turn's prompt (what a chat in progress has cached), then this turn's step prompts."""
+    from agent.prompts import ScratchStep, Turn, image_turn, render_prompt, render_step
+    from visual_tools import ToolRegistry
     tools = ToolRegistry.from_load(None).all()  # every registered tool, as a GPU machine offers them
     history = [image_turn("image/1a2b3c4d.png", "a white box on a black table")]
     history += [Turn(f"What is in image/1a2b3c4d.png, part {i}?", f"It shows a white box, detail {i}.")
@@ -37,51 +44,103 @@ def episode_prompts(steps: int, history_turns: int) -> tuple[str, list[str]]:
     return previous, prompts
 
 
-def run(controller: TransformersController, prompts: list[str], new_tokens: int) -> list[float]:
-    times = []
-    for prompt in prompts:
+def tokens(controller, text: str) -> int:
+    return len(controller.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def measure(engine: str, repeats: int) -> dict:
+    """Everything but the starts, in this process (the caller runs it in a fresh one)."""
+    from agent.embedded import load_embedded
+    from agent.loop import Agent
+    from agent.prompts import image_turn
+    from visual_tools import ImageStore, ToolRegistry
+    controller = load_embedded(engine=engine)
+    out: dict = {"name": controller.name}
+    controller.generate("Hello", max_new_tokens=4)  # warm-up
+    rates = []
+    for _ in range(repeats):
         start = time.perf_counter()
-        controller.generate(prompt, max_new_tokens=new_tokens)
-        times.append(time.perf_counter() - start)
-    return times
-
-
-def measure(base: TransformersController, previous: str, prompts: list[str], budget: int,
-            repeats: int) -> dict[bool, list[float]]:
-    """Median per-step seconds, re-encoding (False) and prefix-cached (True), over `repeats` episodes."""
-    def fresh(cache: bool) -> TransformersController:
-        controller = TransformersController(base.model, base.tokenizer, chat_format="chat", prefix_cache=cache)
-        if cache:  # a chat in progress: the previous turn left its prompt in the cache
+        text = controller.generate(DECODE_PROMPT, max_new_tokens=128)[0]
+        rates.append(tokens(controller, text) / (time.perf_counter() - start))
+    out["decode tokens/s"] = max(rates)
+    for turns in (3, 30):
+        previous, prompts = episode_prompts(3, turns)
+        first, episode = [], []
+        for _ in range(repeats):
+            controller.generate(previous, max_new_tokens=1)  # the previous turn is in the cache
+            start = time.perf_counter()
+            controller.generate(prompts[0], max_new_tokens=1)
+            first.append(time.perf_counter() - start)
             controller.generate(previous, max_new_tokens=1)
-        return controller
+            start = time.perf_counter()
+            for prompt in prompts:
+                controller.generate(prompt, max_new_tokens=32)
+            episode.append(time.perf_counter() - start)
+        out[f"first token, {turns} turns (s)"] = statistics.median(first)
+        out[f"3-step episode, {turns} turns (s)"] = statistics.median(episode)
+        out[f"prompt tokens, {turns} turns"] = len(controller.encode_prompt(prompts[0]))
+    registry, turn_times = ToolRegistry.from_load(None), []
+    for _ in range(repeats):
+        store = ImageStore.new_session()
+        name = store.save_upload(ROOT / "assets" / "chelsea.png")
+        start = time.perf_counter()
+        events = list(Agent(controller, registry).run("Detect the edges of this image.",
+                                                      [image_turn(name, None)], store))
+        turn_times.append(time.perf_counter() - start)
+        store.delete()
+        out["turn ends with"] = type(events[-1]).__name__
+    out["chat turn with a tool (s)"] = statistics.median(turn_times)
+    out["peak RSS (MB)"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
 
-    medians = {}
-    for cache in (False, True):
-        runs = [run(fresh(cache), prompts, budget) for _ in range(repeats)]
-        medians[cache] = [statistics.median(r[i] for r in runs) for i in range(len(prompts))]
-    return medians
+
+def start(engine: str) -> None:
+    """A cold start: load the controller and write one token."""
+    from agent.embedded import load_embedded
+    load_embedded(engine=engine).generate("Hi", max_new_tokens=1)
+
+
+def child(engine: str, task: str, home: str, repeats: int) -> tuple[float, dict]:
+    command = [sys.executable, __file__, "--worker", task, "--engine", engine, "--repeats", str(repeats)]
+    began = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "TOOLSMITH_HOME": home})
+    if done.returncode:
+        raise SystemExit(f"{engine} {task} failed:\n{done.stderr[-3000:]}")
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    return time.perf_counter() - began, json.loads(lines[-1]) if lines else {}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--new-tokens", type=int, default=32, help="tokens per step (a GPT4Tools step is ~30)")
-    parser.add_argument("--history-turns", type=int, nargs="+", default=[3, 30],
-                        help="earlier chat turns in the prompt, one scenario each")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--worker", choices=["start", "measure"], help=argparse.SUPPRESS)
+    parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker == "start":
+        start(args.engine)
+        return
+    if args.worker == "measure":
+        print(json.dumps(measure(args.engine, args.repeats)))
+        return
 
-    base = load_embedded()
-    print(f"controller: {base.name}; {args.steps}-step episodes; median of {args.repeats} runs\n")
-    print("| history turns | prompt tokens per step | measure | re-encode (s) | prefix cache (s) | speed-up |")
-    print("|---|---|---|---|---|---|")
-    for turns in args.history_turns:
-        previous, prompts = episode_prompts(args.steps, turns)
-        sizes = "/".join(str(len(base._encode(base.format_prompt(p), special=False))) for p in prompts)
-        for label, budget in (("time to first token", 1), (f"{args.new_tokens}-token steps", args.new_tokens)):
-            times = measure(base, previous, prompts, budget, args.repeats)
-            slow, fast = sum(times[False]), sum(times[True])
-            print(f"| {turns} | {sizes} | {label} | {slow:.2f} | {fast:.2f} | **{slow / fast:.1f}x** |", flush=True)
+    results = {}
+    for engine in ENGINES:
+        with tempfile.TemporaryDirectory() as home:  # an empty data folder: the first start converts
+            first, _ = child(engine, "start", home, args.repeats)
+            later, _ = child(engine, "start", home, args.repeats)
+            _, measured = child(engine, "measure", home, args.repeats)
+        results[engine] = {"first start (s)": first, "later start (s)": later, **measured}
+        print(f"{engine}: {results[engine]['name']}", flush=True)
+    base, fast = results["transformers"], results["llama.cpp"]
+    print(f"\nembedded controller, 2 engines; median of {args.repeats} runs (decode: best); starts are whole processes"
+          "\n\n| measure | transformers fp32 + prefix cache | llama.cpp | llama.cpp faster / smaller |\n|---|---|---|---|")
+    for key, value in base.items():
+        if isinstance(value, float):
+            better = value / fast[key] if "tokens/s" not in key else fast[key] / value
+            print(f"| {key} | {value:.2f} | {fast[key]:.2f} | **{better:.1f}x** |")
+    for key in ("prompt tokens, 3 turns", "prompt tokens, 30 turns", "turn ends with"):
+        print(f"| {key} | {base[key]} | {fast[key]} | |")
 
 
 if __name__ == "__main__":

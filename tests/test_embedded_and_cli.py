@@ -7,18 +7,20 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from agent.controller import load_controller
-from agent.embedded import MODEL_NAME, embedded_checkpoint
+from agent.embedded import MODEL_NAME, embedded_checkpoint, load_embedded
 from agent.prompts import STOP, image_turn
 from visual_tools import data_home
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 
-def test_embedded_default_converts_once_and_generates():
-    controller = load_controller("embedded")
+def test_embedded_transformers_path_converts_once_and_generates():
+    """The fp32 path that training and scoring read (and the chat where llama.cpp is not installed)."""
+    controller = load_embedded(engine="transformers")
     folder = data_home() / "models" / MODEL_NAME
     assert (folder / "model.safetensors").is_file() and embedded_checkpoint() == str(folder)
-    assert controller.name.startswith("embedded: SmolLM2-135M-Instruct") and controller.chat_format == "chat"
+    assert controller.name == "embedded: SmolLM2-135M-Instruct + controller-lora · transformers"
+    assert controller.chat_format == "chat"
     assert sum(p.numel() for p in controller.model.parameters()) > 130e6
     answer = controller.generate("What is the capital of France? Answer in one word.", stop=STOP,
                                  max_new_tokens=8)[0]
@@ -52,7 +54,7 @@ def test_the_embedded_default_calls_the_offline_tools(embedded, store, monkeypat
     from visual_tools import ToolRegistry
     names = iter(["3f9a1c2e", "b7e41d05", "5c2a9e71", "e08d3b4f"])
     monkeypatch.setattr(image_store, "_new_id", lambda: next(names))
-    assert embedded.name.endswith("+ controller-lora")  # assets/controller-lora is applied by default
+    assert "+ controller-lora · llama.cpp" in embedded.name  # the engine, with assets/controller-lora applied
     if photo == "sign.png":  # printed words for the OCR tool
         sign = Image.new("RGB", (512, 256), "white")
         ImageDraw.Draw(sign).text((20, 90), "Toolsmith", fill="black", font=ImageFont.load_default(size=60))

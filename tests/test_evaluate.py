@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from scripted import ScriptedController, last_image
-from training.evaluate import case_to_record, evaluate, load_cases, markdown, summary, write_report
+from training.evaluate import case_to_record, evaluate, load_cases, markdown, offer, summary, write_report
 from training.metrics import score
 from visual_tools import ToolRegistry
 
@@ -112,3 +112,40 @@ def test_cli_evaluate_with_a_real_model(tiny_llama, tmp_path):
     assert result["rows"][0]["set"] == "overall" and result["rows"][0]["cases"] == 3
     assert "line 4" in done.stderr
     assert (tmp_path / "out" / "summary.csv").is_file()
+
+
+def test_a_tool_without_inputs_is_right_with_an_empty_input():
+    gold = f"{YES}\nAction: Calendar\nAction Input: \nObservation: Today is Friday."
+    assert score(gold, f"{YES}\nAction: Calendar\nAction Input: ").success == 1.0
+    assert score(gold, f"{YES}\nAction: Calculator\nAction Input: ").success == 0.0
+
+
+def test_cases_with_history_and_the_offered_tools_set_by_the_caller():
+    case = {"id": "h", "image": "cat.png", "input": "what did I ask?", "gold": [],
+            "history": [["find the edges", "image/aaaa1111_edge_bbbb2222_bbbb2222.png"]]}
+    record = case_to_record(case, TOOLS)
+    assert record.history == [("find the edges", "image/aaaa1111_edge_bbbb2222_bbbb2222.png")]
+    edges = case_to_record({"id": "e", "image": "cat.png", "input": "edges",
+                            "gold": [{"tool": "Edge Detection On Image", "args": ["cat.png"]}]}, TOOLS)
+    offered = offer([record, edges], ["Crop Image"])
+    assert offered[0].tools == ["Crop Image"] and offered[1].tools == ["Crop Image", "Edge Detection On Image"]
+    assert offer([edges], None)[0].tools == list(TOOLS)
+
+
+def test_the_hand_written_cases():
+    """People's own words: enough of each kind, every gold call valid for its tool."""
+    from collections import Counter
+    path = ROOT / "assets" / "eval" / "handwritten.jsonl"
+    cases, problems = load_cases(path, TOOLS)
+    kinds = Counter(json.loads(line)["kind"] for line in path.read_text().splitlines())
+    assert not problems and len(cases) >= 80
+    assert kinds["notool"] >= 15 and kinds["crop"] >= 10 and kinds["chain"] >= 10
+    assert {t for c in cases for t in c.used_tools()} >= {"Edge Detection On Image", "Line Detection On Image",
+                                                           "Sketch Detection On Image", "Pose Detection On Image",
+                                                           "Crop Image", "Text Detection On Image",
+                                                           "Face Detection On Image", "Super Resolution On Image",
+                                                           "Calculator", "Calendar", "WikiSearch"}
+    from training.filters import check
+    assert all(check(c, ToolRegistry.from_load(None)) in (None, "missing image") for c in cases)
+    rows = {r["set"]: r for r in summary(evaluate(ScriptedController([perfect]), cases[:3], TOOLS))}
+    assert rows["overall"]["cases"] == 3

@@ -1,4 +1,5 @@
 """Self-instruct generation: teachers, reply parsing, resumable runs, filtering and augmentation."""
+import re
 import shutil
 import threading
 import time
@@ -35,7 +36,7 @@ def images(tmp_path) -> Path:
 
 def test_every_tool_has_template_phrasings_and_the_prompt_lists_the_registry():
     from training.templates import PHRASINGS
-    assert set(PHRASINGS) == set(VISUAL_TOOL_CLASSES)
+    assert set(PHRASINGS) == set(VISUAL_TOOL_CLASSES) | {"Calculator", "Calendar", "WikiSearch"}  # the chat's text tools
     prompt = generation_prompt(Annotation("a cat", {"cat": [1, 2, 3, 4]}), REGISTRY.all(), 12)
     assert 'Image caption: "a cat. Objects: cat [1, 2, 3, 4]"' in prompt
     assert f"Below are {len(REGISTRY.tools)} visual tools" in prompt and "generate 12 visual instructions" in prompt
@@ -255,3 +256,89 @@ def test_cli_generate_review_and_split(images, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "training", "generate", "--images", str(tmp_path / "nowhere"),
                           "--out", str(out)], capture_output=True, text=True, cwd=root, env=env)
     assert bad.returncode != 0 and "no such folder" in bad.stderr
+
+
+TEXT_AND_OFFLINE = ToolRegistry.from_load("Image2Canny_cpu,Image2Line_cpu,CropImage_cpu,TextDetection_cpu,"
+                                          "SuperResolution_cpu,Calculator_cpu,Calendar_cpu,WikiSearch_cpu,"
+                                          "Text2Image_cpu,ImageCaptioning_cpu")
+
+
+def test_offered_tools_vary_within_a_range_and_text_tools_get_real_observations(images, tmp_path):
+    raw = tmp_path / "raw.jsonl"
+    generate(images, TemplateTeacher(), TEXT_AND_OFFLINE, raw, n=60, per_call=30, offer=(2, 5), seed=3)
+    records = load_jsonl(raw).records
+    sizes = {len(r.tools) for r in records}
+    assert min(sizes) >= 2 and max(sizes) <= 5 and len(sizes) >= 3  # a few to several, drawn per record
+    assert len({tuple(r.tools) for r in records}) > len(records) // 2  # and shuffled
+    calc = [r for r in records if r.used_tools() == ["Calculator"]]
+    assert calc and all(r.steps[0].observation == TEXT_AND_OFFLINE.tools["Calculator"](expression=r.steps[0].args[0])
+                        for r in calc)  # what the tool answers, not a placeholder
+    search = [r for r in records if r.used_tools() == ["WikiSearch"]]
+    assert search and all(r.steps[0].args[0] in r.instruction and len(r.steps[0].observation) > 40 for r in search)
+    assert all("Eiffel Tower" not in r.instruction for r in search)  # the hand-written cases' topics stay out
+
+
+def test_crop_phrasings_state_their_box_and_the_gold_box_is_it():
+    crop = REGISTRY.tools["Crop Image"]
+    reply = TemplateTeacher().instruct(TeacherRequest("", Annotation("a cat", {}), [crop], n=80, seed=2))
+    candidates, bad = parse_reply(reply, REGISTRY)
+    stated = [c for c in candidates if any(ch.isdigit() for ch in c.instruction)]
+    assert bad == 0 and len(stated) >= 20
+    for c in stated:  # the box is [x1, y1, x2, y2] of exactly the numbers the request states
+        x1, y1, x2, y2 = (float(v) for v in re.fullmatch(r"\[(.*), (.*), (.*), (.*)\]", c.args[1]).groups())
+        assert x1 < x2 and y1 < y2
+        assert sorted(re.findall(r"\d+(?:\.\d+)?", c.instruction)) == sorted(re.findall(r"[\d.]+", c.args[1]))
+
+
+def test_chains_and_follow_ups(images, tmp_path):
+    generate(images, TemplateTeacher(), TEXT_AND_OFFLINE, tmp_path / "raw.jsonl", n=60, per_call=30)
+    kept, _ = filter_records(load_jsonl(tmp_path / "raw.jsonl").records, TEXT_AND_OFFLINE)
+    out = augment(kept, chain=0.3, followup=0.2, tools=TEXT_AND_OFFLINE.tools, seed=2)
+    chains = [r for r in out if r.source.teacher.endswith("+chain")]
+    assert chains and all(len(r.steps) == 2 for r in chains)
+    for r in chains:
+        first, second = r.steps
+        assert TEXT_AND_OFFLINE.tools[first.tool].output == "image_path" and first.observation in second.args
+        assert second.tool in r.tools and r.answer
+    follow = [r for r in out if r.source.teacher.endswith("+followup")]
+    assert follow and all(not r.steps and r.history and r.kind == "negative" for r in follow)
+    assert filter_records(out, TEXT_AND_OFFLINE)[1].get("arguments", 0) == 0  # still valid records
+
+
+def test_paraphrases_keep_the_call_and_drop_what_changes_it():
+    from scripted import ScriptedController
+
+    from training.paraphrase import paraphrase
+    from training.records import Record, Source
+    record = Record(id="c", image_name="image/aaaa1111.png", tools=["Crop Image"],
+                    instruction="Crop the box [10, 20, 110, 220] from the photo.", answer="done",
+                    steps=[GoldStep(tool="Crop Image", args=["image/aaaa1111.png", "[10, 20, 110, 220]"])],
+                    source=Source(teacher="template"))
+    replies = ["Please cut [10, 20, 110, 220] out of my picture.",  # kept
+               "Crop the box [10, 20, 110, 200] from the photo.",  # a number changed
+               "Crop the box [10, 20, 110, 220] from the photo please.",  # the same words
+               "I like turtles very much today, do you?",  # another request (its numbers are gone too)
+               "Please cut [10, 20, 110, 220] out of my picture."]  # again
+    class Teacher(ScriptedController):  # n different samples in one call, as a sampling LLM gives
+        def generate(self, prompt, **kwargs):
+            return replies[:kwargs["n"]]
+    made, report = paraphrase([record], Teacher([]), n=5)
+    assert [r.instruction for r in made] == ["Please cut [10, 20, 110, 220] out of my picture."]
+    assert made[0].steps == record.steps and made[0].status == "pending" and made[0].id != record.id
+    assert made[0].source.teacher == "scripted+paraphrase"
+    assert report.dropped == {"numbers changed": 2, "too close to the original": 1, "repeated": 1}
+    from rouge_score.rouge_scorer import RougeScorer
+    from training.paraphrase import why_not
+    assert why_not("Detect the edges of this image.", "I like turtles very much.", RougeScorer(["rougeL"])) \
+        == "off topic"
+
+
+def test_cli_paraphrase(images, tmp_path, tiny_llama):
+    generate(images, TemplateTeacher(), REGISTRY, tmp_path / "raw.jsonl", n=4, per_call=4)
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "training", "paraphrase", "--data", str(tmp_path / "raw.jsonl"),
+                           "--teacher", str(tiny_llama), "--n", "2", "--out", str(tmp_path / "p.jsonl")],
+                          capture_output=True, text=True, timeout=300, cwd=ASSETS.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "4 instructions, 8 paraphrases asked" in done.stdout and (tmp_path / "p.jsonl").is_file()

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from agent.controller import ControllerError
+from agent.controller import ControllerError, PromptTooLong
 from agent.events import (AnswerEvent, ErrorEvent, ObservationEvent, ThoughtEvent, ToolCallEvent)
 from agent.loop import Agent
 from agent.session import ChatSession
@@ -130,3 +130,32 @@ def test_a_turn_cut_short_is_still_recorded(box_image):
     next(turn)  # the UI stops listening after the first event
     turn.close()
     assert session.history[-1].human == "edges"
+
+
+class SmallContext(ScriptedController):
+    """Refuses prompts over `limit` characters, as an engine with a small context does."""
+
+    def __init__(self, replies, limit: int):
+        super().__init__(replies)
+        self.limit = limit
+
+    def stream(self, prompt: str, **kwargs):
+        if len(prompt) > self.limit:
+            raise PromptTooLong(f"{len(prompt)} characters")
+        yield from super().stream(prompt, **kwargs)
+
+
+def test_a_prompt_too_long_for_the_context_drops_the_oldest_turns_first(box_image):
+    from agent.prompts import Turn, render_prompt
+    registry, session = ToolRegistry([Image2Canny()]), ChatSession()
+    session.add_image(box_image, registry)
+    session.history = [Turn(f"old question {i} " * 30, f"old answer {i} " * 30) for i in range(4)] + session.history
+    fits = len(render_prompt(registry.available(), session.history[2:], "detect the edges")) + 300
+    controller = SmallContext(canny_then_answer(), fits)
+    events = list(session.send(Agent(controller, registry, history_turns=10), "detect the edges"))
+    assert isinstance(events[-1], AnswerEvent)
+    assert "old question 1" not in controller.prompts[0] and "old question 3" in controller.prompts[0]
+    assert "Provide an image named" in controller.prompts[0]  # the newest turns stay
+    hopeless = SmallContext([ANSWER], 10)
+    events = list(ChatSession().send(Agent(hopeless, registry), "hi"))
+    assert isinstance(events[-1], ErrorEvent) and "characters" in events[-1].message

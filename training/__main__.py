@@ -27,6 +27,14 @@ def _load(path: str):
     return report.records
 
 
+def _offer(text: str) -> int | tuple[int, int]:
+    low, _, high = text.partition("-")
+    try:
+        return (int(low), int(high)) if high else int(low)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is neither a number nor LOW-HIGH") from None
+
+
 def cmd_generate(args: argparse.Namespace) -> None:
     from .generate import build_dataset
     from .teachers import load_teacher
@@ -46,6 +54,27 @@ def cmd_generate(args: argparse.Namespace) -> None:
         added = ReviewStore.default().add(load_jsonl(args.out).records)
         print(f"{added} new records in the review store")
     print(f"wrote {args.out}")
+
+
+def cmd_paraphrase(args: argparse.Namespace) -> None:
+    from agent.controller import ControllerError, load_controller
+    from .filters import filter_records
+    from .paraphrase import paraphrase
+    from .records import save_jsonl
+    records = [r for r in _load(args.data) if r.kind in ("positive", "negative") and not r.given_steps]
+    try:
+        teacher = load_controller(args.teacher, adapter=args.adapter)
+    except ControllerError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    made, report = paraphrase(records, teacher, n=args.n, temperature=args.temperature)
+    kept, dropped = filter_records(made, _registry(None))
+    save_jsonl(kept, args.out)
+    reasons = {**report.dropped, **dropped}
+    print(f"{len(records)} instructions, {report.asked} paraphrases asked of {teacher.name}: {len(kept)} kept; "
+          "dropped: " + (", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "none") + f" -> {args.out}")
+    if args.review:
+        from .review_store import ReviewStore
+        print(f"{ReviewStore.default().add(kept)} new records in the review store")
 
 
 def cmd_import(args: argparse.Namespace) -> None:
@@ -108,7 +137,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                          cutoff=args.cutoff, batch_size=args.batch_size, grad_accum=args.grad_accum,
                          max_steps=args.max_steps, save_steps=args.save_steps, seed=args.seed,
                          chat_format=args.chat_format, sampling=args.sampling, load_in_8bit=args.load_in_8bit,
-                         load_in_4bit=args.load_in_4bit, resume=args.resume)
+                         load_in_4bit=args.load_in_4bit, resume=args.resume, bf16=args.bf16)
     try:
         adapter = train(config)
     except TrainingError as exc:
@@ -118,7 +147,7 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from agent.controller import ControllerError, load_controller
-    from .evaluate import evaluate, load_cases, markdown, summary, write_report
+    from .evaluate import evaluate, load_cases, markdown, offer, summary, write_report
     from .toolace_r.refine import SelfRefine
     tools = _registry(None).tools
     try:
@@ -128,6 +157,9 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     for problem in problems:
         print(f"warning: {args.data}: {problem}", file=sys.stderr)
     cases = cases[:args.limit] if args.limit else cases
+    if args.offer != "case":
+        registry = _registry(None)
+        cases = offer(cases, [t.name for t in (registry.available() if args.offer == "available" else registry.all())])
     if not cases:
         raise SystemExit(f"error: no cases in {args.data}")
     try:
@@ -165,7 +197,8 @@ def main(argv: list[str] | None = None) -> None:
     gen.add_argument("--out", default=str(data_home() / "datasets" / "generated.jsonl"))
     gen.add_argument("--tools", default=None, help='tool classes as for --load (default: all 31)')
     gen.add_argument("--per-call", type=int, default=20, help="instructions asked per teacher call")
-    gen.add_argument("--offer", type=int, default=0, help="tools offered per prompt (0: all)")
+    gen.add_argument("--offer", type=_offer, default=0,
+                     help="tools offered per prompt: N, or LOW-HIGH drawn for each record (0: all)")
     gen.add_argument("--rpm", type=float, default=0.0, help="HTTP teacher: at most this many requests a minute")
     gen.add_argument("--timeout", type=float, default=120.0, help="HTTP teacher: seconds per request")
     gen.add_argument("--retries", type=int, default=3, help="HTTP teacher: retries on 429/5xx/time-out")
@@ -173,6 +206,17 @@ def main(argv: list[str] | None = None) -> None:
     gen.add_argument("--no-augment", action="store_true", help="no negative/context/multi-turn samples")
     gen.add_argument("--review", action="store_true", help="also add the records to the review store")
     gen.set_defaults(func=cmd_generate)
+
+    par = sub.add_parser("paraphrase", help="new records: an LLM rewrites each instruction, same gold calls")
+    par.add_argument("--data", required=True, help="records JSONL (positives and negatives are paraphrased)")
+    par.add_argument("--teacher", default="embedded", help="embedded, an http(s)://…/v1[#model] URL or a model")
+    par.add_argument("--adapter", default="none", help="a LoRA adapter for the teacher (default none: the plain "
+                                                       "model; the tool-format adapter would not paraphrase)")
+    par.add_argument("--n", type=int, default=2, help="paraphrases asked per instruction")
+    par.add_argument("--temperature", type=float, default=0.8)
+    par.add_argument("--out", required=True)
+    par.add_argument("--review", action="store_true", help="also add the kept records to the review store")
+    par.set_defaults(func=cmd_paraphrase)
 
     imp = sub.add_parser("import", help="GPT4Tools JSON (instruction/input/output) -> our JSONL")
     imp.add_argument("file")
@@ -221,14 +265,21 @@ def main(argv: list[str] | None = None) -> None:
     tr.add_argument("--load-in-8bit", action="store_true", help="CUDA only")
     tr.add_argument("--load-in-4bit", action="store_true", help="CUDA only")
     tr.add_argument("--resume", action="store_true", help="continue from the run folder's last checkpoint")
+    tr.add_argument("--bf16", action="store_true",
+                    help="bfloat16 autocast on the CPU too (a bf16 GPU always uses it); ~1.8x on AVX512-BF16 CPUs")
     tr.set_defaults(func=cmd_train)
 
     ev = sub.add_parser("evaluate", help="GPT4Tools success rates (SR_t, SR_act, SR_args, SR)")
     ev.add_argument("--data", required=True, help="GPT4Tools JSON, records JSONL or a plain case JSONL")
     ev.add_argument("--controller", default="embedded", help="as app.py --controller")
-    ev.add_argument("--adapter", default=None, help="a LoRA adapter folder for the controller")
+    ev.add_argument("--adapter", default=None, help="a LoRA adapter folder for the controller; 'none': no adapter "
+                                                    "(embedded: the base without the shipped one)")
     ev.add_argument("--unseen", default=None, help="prompt names of tools held out of training, ';'-separated")
     ev.add_argument("--limit", type=int, default=0, help="only the first N cases")
+    ev.add_argument("--offer", default="case", choices=["case", "available", "all"],
+                    help="tools in the prompt: each case's own list (all tools where it has none), the tools "
+                         "available here (what the app offers), or every tool (what a machine with every checkpoint "
+                         "offers)")
     ev.add_argument("--max-steps", type=int, default=5)
     ev.add_argument("--strict-images", action="store_true",
                     help="an image argument must come from the gold image (GPT4Tools only checks '.png')")

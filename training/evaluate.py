@@ -24,7 +24,8 @@ METRICS = ("SR_t", "SR_act", "SR_args", "SR")
 
 
 def case_to_record(case: Mapping[str, Any], tools: Mapping[str, Any]) -> Record:
-    """A plain case `{"id", "image", "caption", "input", "gold": [{"tool", "args"}]}` as a record.
+    """A plain case `{"id", "image", "caption", "input", "gold": [{"tool", "args"}]}` as a record (optional:
+    "tools" offered, "history" as [human, ai] pairs, "answer").
 
     Gold image arguments name the case's image file; they become the name the conversation gives it,
     and each image-making step's observation gets the provenance name the ImageStore would give.
@@ -45,13 +46,21 @@ def case_to_record(case: Mapping[str, Any], tools: Mapping[str, Any]) -> Record:
         steps.append(GoldStep(tool=call["tool"], args=args, observation=observation))
     answer = case.get("answer") or (steps[-1].observation if steps else "")
     offered = list(case.get("tools") or tools)
+    history = [(str(human), str(ai)) for human, ai in case.get("history") or []]
     return Record(id=case_id, image=str(image) if image else None, image_name=name, caption=case.get("caption", ""),
-                  tools=offered, instruction=case["input"], steps=steps, answer=answer,
+                  tools=offered, history=history, instruction=case["input"], steps=steps, answer=answer,
                   kind="positive" if steps else "negative", source=Source(teacher="case file"))
 
 
 def _names_image(arg: str, image: str) -> bool:
     return arg == image or Path(arg).name == Path(image).name
+
+
+def offer(records: list[Record], names: list[str] | None) -> list[Record]:
+    """The cases with `names` offered (each case's gold tools kept, as a user's prompt would hold them)."""
+    if names is None:
+        return records
+    return [r.model_copy(update={"tools": list(dict.fromkeys([*names, *r.used_tools()]))}) for r in records]
 
 
 def load_cases(path: str | Path, tools: Mapping[str, Any]) -> tuple[list[Record], list[str]]:
@@ -85,6 +94,7 @@ def load_cases(path: str | Path, tools: Mapping[str, Any]) -> tuple[list[Record]
 class Prediction:
     id: str
     tools: str  # the gold tools, or "(no tool)"
+    steps: int  # gold tool calls
     unseen: bool
     gold: str
     pred: str
@@ -133,7 +143,7 @@ def evaluate(controller: Controller, records: Iterable[Record], tools: Mapping[s
         result = score(gold, pred, strict_images)
         used = record.used_tools()[record.given_steps:] if record.steps else []
         out.append(Prediction(record.id, ", ".join(dict.fromkeys(s.tool for s in record.steps[record.given_steps:]))
-                              or "(no tool)", bool(unseen & set(used)), gold, pred, result.thought,
+                              or "(no tool)", len(used), bool(unseen & set(used)), gold, pred, result.thought,
                               result.action, result.args, result.success))
         if on_case:
             on_case(number, len(records))
@@ -141,10 +151,12 @@ def evaluate(controller: Controller, records: Iterable[Record], tools: Mapping[s
 
 
 def summary(predictions: list[Prediction]) -> list[dict[str, Any]]:
-    """Rows: overall, seen, unseen, then one per gold tool chain; each with its case count and the four rates."""
+    """Rows: overall, seen, unseen, multi-step, then one per gold tool chain; each with its case count and the
+    four rates."""
     groups: dict[str, list[Prediction]] = {"overall": predictions,
                                            "seen tools": [p for p in predictions if not p.unseen],
-                                           "unseen tools": [p for p in predictions if p.unseen]}
+                                           "unseen tools": [p for p in predictions if p.unseen],
+                                           "multi-step": [p for p in predictions if p.steps > 1]}
     for p in sorted(predictions, key=lambda p: p.tools):
         groups.setdefault(p.tools, []).append(p)
     rows = []

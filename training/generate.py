@@ -97,7 +97,7 @@ def build_record(candidate: Candidate, *, job: str, index: int, image: Path, ann
         observation = output_name(candidate.tool.op, parent, record_id(job, str(index), "output")[:8])
         answer = rng.choice(templates.IMAGE_ANSWERS).format(name=observation)
     else:
-        observation = _text_observation(candidate.tool, annotation)
+        observation = _text_observation(candidate.tool, args, annotation)
         answer = observation
     steps.append(GoldStep(tool=candidate.tool.name, args=args, observation=observation))
     tools = list(dict.fromkeys([*offered, *(s.tool for s in steps)]))
@@ -106,9 +106,12 @@ def build_record(candidate: Candidate, *, job: str, index: int, image: Path, ann
                   answer=answer, source=Source(teacher=teacher, prompt_version=PROMPT_VERSION, job=job))
 
 
-def _text_observation(tool: Tool, annotation: Annotation) -> str:
-    """What a text tool said about this image, where the annotation knows; else GPT4Tools' placeholder."""
+def _text_observation(tool: Tool, args: list[str], annotation: Annotation) -> str:
+    """What a text tool said: about this image where the annotation knows, what a tool that reads no image
+    (Calculator, Calendar, WikiSearch) answers where it runs here; else GPT4Tools' placeholder."""
     known = {"ImageCaptioning": annotation.caption, "TextDetection": annotation.text}.get(type(tool).__name__)
+    if not known and all(spec.type != "image_path" for spec in tool.inputs) and tool.availability()[0]:
+        known = str(tool(**{spec.name: arg for spec, arg in zip(tool.inputs, args)}))
     return known or placeholder_observation(tool.name)
 
 
@@ -142,18 +145,22 @@ def list_images(folder: Path, report: GenerationReport) -> list[Path]:
 
 
 def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Path, *, n: int,
-             per_call: int = 20, offer: int = 0, seed: int = 0,
+             per_call: int = 20, offer: int | tuple[int, int] = 0, seed: int = 0,
              on_progress: Callable[[int, int], None] | None = None) -> GenerationReport:
     """Ask `teacher` for about `n` instructions, spread evenly over the images; append raw records to `raw_out`.
 
     Resumable: jobs (image x round) already in `raw_out` are skipped; failed jobs run again next time.
-    `offer` > 0 offers that many tools per prompt (the gold ones plus random others), else all of them.
+    `offer` > 0 offers that many tools per prompt (the gold ones plus random others, shuffled), `(low, high)` a
+    number drawn between them for each record, 0 all of them in the registry's order.
     """
     report = GenerationReport()
     paths = list_images(Path(images), report)
     if not paths:
         raise ValueError(f"no images in {images} ({len(report.skipped_files)} other files skipped)")
-    tools = [t for t in registry.all() if type(t).__name__ in VISUAL_TOOL_CLASSES]  # text tools: Toolformer's
+    # instructions for the visual tools and the text tools the template teacher can phrase; any tool may be offered
+    pool = registry.all()
+    tools = [t for t in pool if type(t).__name__ in VISUAL_TOOL_CLASSES or type(t).__name__ in templates.PHRASINGS]
+    low, high = offer if isinstance(offer, tuple) else (offer, offer)
     done = {json.loads(line)["source"]["job"] for line in raw_out.read_text().splitlines() if line.strip()} \
         if raw_out.is_file() else set()
     known = load_annotations(Path(images))
@@ -183,10 +190,10 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
                     report.lines_unparsed += bad
                     rng = random.Random(request.seed)
                     for index, candidate in enumerate(candidates):
-                        others = [t.name for t in tools if t is not candidate.tool]
-                        offered = rng.sample(others, min(len(others), offer - 1)) + [candidate.tool.name] \
-                            if offer else [t.name for t in tools]
-                        if offer:
+                        others = [t.name for t in pool if t is not candidate.tool]
+                        offered = rng.sample(others, min(len(others), rng.randint(low, high) - 1)) \
+                            + [candidate.tool.name] if high else [t.name for t in pool]
+                        if high:
                             rng.shuffle(offered)
                         record = build_record(candidate, job=job, index=index, image=path, annotation=annotation,
                                               offered=offered, registry=registry, teacher=teacher.name, rng=rng)
@@ -220,7 +227,7 @@ class DatasetReport:
 
 
 def build_dataset(images: Path, teacher: Teacher, registry: ToolRegistry, out: Path, *, n: int, per_call: int = 20,
-                  offer: int = 0, seed: int = 0, augment_data: bool = True,
+                  offer: int | tuple[int, int] = 0, seed: int = 0, augment_data: bool = True,
                   on_progress: Callable[[int, int], None] | None = None) -> DatasetReport:
     """Generate (resumably, into `<out>.raw.jsonl`), filter, augment, and write the dataset to `out`."""
     from .augment import augment
@@ -234,7 +241,8 @@ def build_dataset(images: Path, teacher: Teacher, registry: ToolRegistry, out: P
                           on_progress=on_progress)
     raw = load_jsonl(raw_path).records
     kept, dropped = filter_records(raw, registry)
-    records = augment(kept, seed=seed) if augment_data else kept
+    records = augment(kept, negative=0.25, followup=0.1, chain=0.2, tools=registry.tools, seed=seed) if augment_data \
+        else kept
     save_jsonl(records, out)
     kinds = Counter(r.label() for r in records)
     return DatasetReport(generation, len(raw), dict(dropped), len(kept), dict(kinds), time.monotonic() - started)

@@ -54,6 +54,8 @@ def _args(gold: list[str], pred: list[str], strict_images: bool) -> list[float]:
             if ".png" in gi:
                 ok = ".png" in pi and (not strict_images or _root(gi) == _root(pi))
                 scores.append(1.0 if ok else -1.0)
+            elif not gi.strip():  # a tool without inputs (Calendar): nothing, or anything, is right
+                scores.append(1.0)
             else:
                 scores.append(_BLEU1.sentence_score(pi.strip(), [gi.strip()]).score / 100 if pi.strip() else 0.0)
         flags.append(0.0 if -1.0 in scores else sum(scores) / len(scores))

@@ -60,6 +60,7 @@ class TrainConfig:
     load_in_4bit: bool = False
     resume: bool = False
     init_adapter: str | None = None  # continue training this LoRA adapter instead of starting a new one
+    bf16: bool = False  # bfloat16 autocast on the CPU too (~1.8x on a CPU with AVX512-BF16); always on a bf16 GPU
 
 
 def base_checkpoint(base: str) -> tuple[str, str]:
@@ -158,7 +159,8 @@ def make_trainer(model, tokenizer, rows: list[dict], config: TrainConfig, run_di
         gradient_accumulation_steps=config.grad_accum, warmup_steps=config.warmup_ratio,
         lr_scheduler_type="cosine", logging_steps=1, save_strategy="steps", save_steps=config.save_steps,
         save_total_limit=2, seed=config.seed, report_to="none", train_sampling_strategy=config.sampling,
-        disable_tqdm=True, bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+        disable_tqdm=True, bf16=config.bf16 or (torch.cuda.is_available() and torch.cuda.is_bf16_supported()),
+        use_cpu=config.bf16 and not torch.cuda.is_available(),  # transformers' CPU autocast asks for it by name
         dataloader_pin_memory=False)
     return Trainer(model=model, args=args, train_dataset=Dataset.from_list(rows), callbacks=list(callbacks),
                    data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True))

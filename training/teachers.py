@@ -5,6 +5,7 @@ Every teacher answers GPT4Tools' generation prompt in its list format, one instr
 """
 from __future__ import annotations
 
+import functools
 import random
 import threading
 import time
@@ -100,16 +101,48 @@ class TemplateTeacher:
                      "style": style, "style_lower": style[0].lower() + style[1:],
                      "question": rng.choice(templates.QUESTIONS).format(object=obj),
                      "box": str(request.annotation.objects.get(obj, [0, 0, 256, 256])),
-                     "region": rng.choice(list(templates.REGIONS))}
+                     "region": rng.choice(list(templates.REGIONS)),
+                     "topic": rng.choice(_topics())}
             phrasing = rng.choice(PHRASINGS[type(tool).__name__])
-            if "{region}" in phrasing:
-                slots["box"] = templates.REGIONS[slots["region"]]
+            slots.update(_box_slots(phrasing, rng, slots["region"]))
+            slots.update(_arithmetic_slots(phrasing, rng))
             instruction = phrasing.format(**slots)
             args = [EXAMPLE_IMAGE if spec.type == "image_path"
                     else slots[ARG_SLOTS.get(spec.name) or TEXT_SLOT.get(type(tool).__name__, "scene")]
                     for spec in tool.inputs]
             lines.append(f"{i + 1}. {instruction}, [{', '.join([tool.name, *args])}]")
         return "\n".join(lines)
+
+
+@functools.cache
+def _topics() -> list[str]:
+    """The titles of the WikiSearch tool's corpus, less those the hand-written evaluation asks about."""
+    from visual_tools.text_tools import DEFAULT_CORPUS, read_rows
+    return [row["title"] for row in read_rows(DEFAULT_CORPUS) if row.get("title") not in templates.TOPICS_HELD_OUT]
+
+
+def _box_slots(phrasing: str, rng: random.Random, region: str) -> dict[str, str]:
+    """The box a crop phrasing states, and `box` as the tool takes it: `[x1, y1, x2, y2]`."""
+    if "{region}" in phrasing:
+        return {"box": templates.REGIONS[region]}
+    if "{fbox}" in phrasing:
+        x1, x2 = sorted(rng.sample(templates.FRACTIONS, 2))
+        y1, y2 = sorted(rng.sample(templates.FRACTIONS, 2))
+        box = f"[{x1}, {y1}, {x2}, {y2}]"
+        return {"fbox": box, "box": box}
+    if "{x1}" in phrasing or "{box}" in phrasing and "{object}" not in phrasing:
+        x1, y1 = rng.randrange(0, 300, 10), rng.randrange(0, 300, 10)
+        x2, y2 = x1 + rng.randrange(60, 212, 4), y1 + rng.randrange(60, 212, 4)
+        return {"x1": str(x1), "y1": str(y1), "x2": str(x2), "y2": str(y2), "box": f"[{x1}, {y1}, {x2}, {y2}]"}
+    return {}
+
+
+def _arithmetic_slots(phrasing: str, rng: random.Random) -> dict[str, str]:
+    """Numbers and the expression the Calculator gets; a phrasing that says the operation decides it."""
+    a, b = rng.choice([rng.randint(2, 99), rng.randint(100, 9999), round(rng.uniform(1, 500), 2)]), rng.randint(2, 60)
+    words = {"plus": "+", "minus": "-", "times": "*", "divide": "/"}
+    op = next((o for w, o in words.items() if w in phrasing), rng.choice(templates.ARITHMETIC))
+    return {"a": str(a), "b": str(b), "expression": f"{a} {op} {b}"}
 
 
 def load_teacher(spec: str, rpm: float = 0.0, timeout: float = 120.0, retries: int = 3) -> Teacher:

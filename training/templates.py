@@ -2,11 +2,15 @@
 
 Slots: {object} and {new} (objects in / for the image), {scene} (a picture to generate), {style} (an edit),
 {question} (about the image), {box} (an object's box), {region} (a named part of the image, whose box in
-fractions of the size then fills {box}). A tool's text inputs take the slot named in ARG_SLOTS.
+fractions of the size then fills {box}), {x1} {y1} {x2} {y2} (a box in pixels, written out; {box} is then
+that box) and {fbox} (a box in fractions; {box} is then that box), {expression} with {a} {b} (arithmetic),
+{topic} (a title of the local encyclopedia). A tool's text inputs take the slot named in ARG_SLOTS.
+The phrasings are written the way people type: short, casual, lower case, without the tool's name.
 """
 from __future__ import annotations
 
-ARG_SLOTS = {"object": "object", "new_object": "new", "question": "question", "coordinates": "box"}
+ARG_SLOTS = {"object": "object", "new_object": "new", "question": "question", "coordinates": "box",
+             "expression": "expression", "query": "topic"}
 TEXT_SLOT = {"InstructPix2Pix": "style"}  # the `text` input of other tools is a {scene}
 
 _CONDITIONED = {  # ControlNet tools: what the condition map is called by users
@@ -86,6 +90,52 @@ PHRASINGS: dict[str, list[str]] = {
                   "Show me the soft edges of this photo.", "Give me the HED boundary map of the {object} picture.",
                   "Extract soft boundaries from the image."],
 }
+CASUAL: dict[str, list[str]] = {  # more ways people ask for the tools that run offline
+    "Image2Canny": ["edges please", "can you do edge detection on my photo?", "show me where the edges are",
+                    "make an edge map out of this pic", "find the object boundaries in the image",
+                    "run canny on it", "get me the outlines of this picture", "i need an edge image of this",
+                    "highlight the edges in the photo", "could you extract the contours of the image?"],
+    "Image2Line": ["highlight the straight lines in this photo", "detect the line segments", "where are the straight "
+                   "lines?", "pick out the straight lines in this scene", "line detection on this pic please",
+                   "show me only the straight lines, not the curves", "i want the straight line segments of the photo",
+                   "find lines in this image", "can you mark the straight lines of the picture?"],
+    "Image2Scribble": ["draw this as a sketch", "make a scribble out of my photo", "sketchify this image",
+                       "can you turn the picture into a hand-drawn sketch?", "i want a pencil sketch version",
+                       "create a drawing of this photo", "make it look sketched", "sketch it for me"],
+    "Image2Pose": ["find the person's pose", "show me how the person is posed", "get the body skeleton of this person",
+                   "mark the joints of the person", "detect keypoints of the human body",
+                   "what's the posture of the person? draw it", "pose estimation please",
+                   "show the skeleton of whoever is in the picture"],
+    "TextDetection": ["what's written here?", "read the sign in this photo", "extract the text from the picture",
+                      "any text in this image?", "tell me the words in the picture", "recognize the text in my photo",
+                      "can you read this for me?", "what do the letters in the image say?", "text detection please"],
+    "FaceDetection": ["find faces", "detect the face in this picture", "how many people's faces can you find?",
+                      "box the faces", "mark any faces in the photo", "face detection please",
+                      "is there a face in this picture? show me", "can you spot the faces here?"],
+    "SuperResolution": ["make it bigger", "increase the image size", "upscale my photo", "this is low-res, fix it",
+                        "can you improve the quality and size?", "sharpen and enlarge this picture",
+                        "make a high resolution copy of this image", "blow this picture up to a larger size",
+                        "the photo is too blurry and small, can you make it better?", "i need it at 2x resolution"],
+    "CropImage": ["crop to {box}", "crop the area {box} please", "cut out {box} from the photo",
+                  "crop from ({x1}, {y1}) to ({x2}, {y2})", "crop the rectangle {x1},{y1} - {x2},{y2}",
+                  "cut the picture to x {x1} to {x2}, y {y1} to {y2}",
+                  "crop it: left {x1}, top {y1}, right {x2}, bottom {y2}", "keep only pixels {x1} {y1} {x2} {y2}",
+                  "crop with the box ({x1}, {y1}, {x2}, {y2})", "crop the fractions {fbox}",
+                  "crop to {fbox} of the image (fractions)", "crop the part {fbox}, in fractions of the size",
+                  "crop the {region}", "only keep the {region} please", "can you cut away everything but the {region}?",
+                  "crop it to the {region}", "just the {region} of the photo"],
+    "Calculator": ["what is {expression}?", "calculate {expression}", "{expression} = ?", "how much is {expression}",
+                   "what's {a} plus {b}", "can you work out {a} times {b}?", "what do i get if i divide {a} by {b}",
+                   "{a} minus {b}?", "compute {expression} for me", "quick math: {expression}"],
+    "Calendar": ["what's today's date?", "what day is it", "tell me the date", "which weekday is today?",
+                 "do you know what day of the week it is?", "what is the date today", "is today a weekday?",
+                 "today's date please"],
+    "WikiSearch": ["tell me about {topic}", "what do you know about {topic}?", "search the encyclopedia for {topic}",
+                   "give me some facts about {topic}", "look up {topic}", "i'd like to learn about {topic}",
+                   "find information on {topic}", "what is {topic}?"],
+}
+for _cls, _extra in CASUAL.items():
+    PHRASINGS[_cls] = PHRASINGS.get(_cls, []) + _extra
 for _cls, (_map, _short) in _CONDITIONED.items():
     PHRASINGS[_cls] = [
         f"Use the {_map} of this image to generate {{scene}}.",
@@ -98,7 +148,15 @@ for _cls, (_map, _short) in _CONDITIONED.items():
 REGIONS = {"top left quarter": "[0, 0, 0.5, 0.5]", "top right quarter": "[0.5, 0, 1, 0.5]",
            "bottom left quarter": "[0, 0.5, 0.5, 1]", "bottom right quarter": "[0.5, 0.5, 1, 1]",
            "left half": "[0, 0, 0.5, 1]", "right half": "[0.5, 0, 1, 1]", "top half": "[0, 0, 1, 0.5]",
-           "bottom half": "[0, 0.5, 1, 1]", "centre": "[0.25, 0.25, 0.75, 0.75]"}
+           "bottom half": "[0, 0.5, 1, 1]", "centre": "[0.25, 0.25, 0.75, 0.75]",
+           "upper left corner": "[0, 0, 0.5, 0.5]", "upper right part": "[0.5, 0, 1, 0.5]",
+           "lower left corner": "[0, 0.5, 0.5, 1]", "lower right part": "[0.5, 0.5, 1, 1]",
+           "left side": "[0, 0, 0.5, 1]", "right side": "[0.5, 0, 1, 1]", "upper half": "[0, 0, 1, 0.5]",
+           "lower half": "[0, 0.5, 1, 1]", "center": "[0.25, 0.25, 0.75, 0.75]",
+           "middle": "[0.25, 0.25, 0.75, 0.75]", "top third": "[0, 0, 1, 0.33]", "bottom third": "[0, 0.67, 1, 1]"}
+FRACTIONS = (0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1)
+ARITHMETIC = ("+", "-", "*", "/")
+TOPICS_HELD_OUT = ("Eiffel Tower", "Marie Curie", "Amazon River", "Grace Hopper")  # the hand-written cases' topics
 SCENES = ["a red sports car on a mountain road", "a lighthouse at sunset", "a bowl of ramen with chopsticks",
           "a snowy cabin in a pine forest", "an astronaut riding a horse", "a futuristic city at night",
           "a golden retriever playing in the park", "a vase of sunflowers on a table", "a sailing boat in a storm",
@@ -122,3 +180,10 @@ QUESTIONS = ["What color is the {object}?", "Where is the {object} in the pictur
              "How many people are in the image?", "What material is the {object} made of?"]
 IMAGE_ANSWERS = ["Here is the result: {name}.", "I have finished it; the new image is {name}.",
                  "Done. You can find the result in {name}.", "The output image is {name}."]
+CHAIN_JOINS = ["{first}, then {then}", "{first} and then {then}", "first {first}, after that {then}",
+               "{first}. Then {then}", "{first}, and afterwards {then}", "{first}; next, {then}"]
+FOLLOWUPS = [("What was my last request?", "You asked: {request}."), ("thanks, great job", "You're welcome!"),
+             ("Can you remind me of the result?", "{answer}"), ("where is the output you just made?", "{answer}"),
+             ("that's what I wanted, thank you", "Glad it helped!"),
+             ("what did you just do?", "You asked: {request}. {answer}"),
+             ("awesome", "Happy to help! Anything else?"), ("repeat the answer please", "{answer}")]

@@ -1,0 +1,77 @@
+"""A GGUF model on llama.cpp (llama-cpp-python) as the controller: the embedded default's CPU engine.
+
+The prompt is rendered and tokenised exactly as for the transformers path (`format_prompt`, the same
+tokenizer), so the model reads the token ids it was trained on; llama.cpp keeps the KV cache of the last
+sequence and re-evaluates only what follows the longest common prefix (steps and turns share the prompt).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from .controller import ControllerError, PromptTooLong, stream_until_stop, truncate_at
+from .hf_controller import ChatFormat, encode_prompt, format_prompt, resolve_chat_format
+
+
+def engine_version() -> str | None:
+    """llama-cpp-python's version, or None where it is not installed (the build can fail at install)."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return None
+    return llama_cpp.__version__
+
+
+class LlamaCppController:
+    """`model_path`: a GGUF file (an adapter merged in: see `gguf_merge`); `tokenizer`: the Hugging Face
+    tokenizer the model was trained with (its chat template renders the prompt)."""
+
+    def __init__(self, model_path: str | Path, tokenizer, *, chat_format: ChatFormat = "chat", n_ctx: int = 8192,
+                 n_threads: int | None = None, name: str | None = None):
+        from llama_cpp import Llama
+        try:
+            self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_batch=512,
+                             n_threads=n_threads or os.cpu_count(), verbose=False)
+        except (ValueError, RuntimeError) as exc:  # llama.cpp refuses a broken or truncated file
+            raise ControllerError(f"llama.cpp cannot load {model_path}: {exc}") from None
+        weakref.finalize(self, self.llm.close)  # before interpreter teardown, where llama.cpp's own __del__ fails
+        self.tokenizer = tokenizer
+        self.chat_format = resolve_chat_format(tokenizer, chat_format)
+        self.name = name or Path(model_path).stem
+        self._lock = threading.Lock()  # one context: one sequence at a time
+
+    def format_prompt(self, prompt: str) -> str:
+        return format_prompt(self.tokenizer, prompt, self.chat_format)
+
+    def encode_prompt(self, prompt: str) -> list[int]:
+        return encode_prompt(self.tokenizer, prompt, self.chat_format)
+
+    def _completion(self, prompt: str, stop: Sequence[str], max_new_tokens: int, temperature: float,
+                    stream: bool):
+        ids = self.encode_prompt(prompt)
+        room = self.llm.n_ctx() - len(ids)
+        if room < min(max_new_tokens, 32):
+            raise PromptTooLong(f"a {len(ids)}-token prompt leaves no room for a reply in the "
+                                f"{self.llm.n_ctx()}-token context of {self.name}")
+        # temperature 0 is llama.cpp's greedy sampler; otherwise plain sampling, as the transformers path does
+        return self.llm.create_completion(ids, max_tokens=min(max_new_tokens, room), stop=list(stop), stream=stream,
+                                          temperature=temperature, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0)
+
+    def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+                 temperature: float = 0.0, n: int = 1) -> list[str]:
+        with self._lock:  # n samples in a row: each re-evaluates nothing of the cached prompt
+            return [truncate_at(self._completion(prompt, stop, max_new_tokens, temperature, False)["choices"][0]
+                                ["text"], stop) for _ in range(n)]
+
+    def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+               temperature: float = 0.0) -> Iterator[str]:
+        with self._lock:
+            chunks = self._completion(prompt, stop, max_new_tokens, temperature, True)
+            yield from stream_until_stop((chunk["choices"][0]["text"] for chunk in chunks), stop)
+
+    def logprobs(self, prompt: str, continuation: str) -> list[float]:
+        raise ControllerError(f"{self.name} runs on llama.cpp, which this app uses for generation only; "
+                              "scoring (Toolformer, ToolACE-R) runs on the transformers path")
