@@ -134,7 +134,8 @@ def main() -> None:
         print(f"{engine}: {results[engine]['name']}", flush=True)
     base, fast = results["transformers"], results["llama.cpp"]
     print(f"\nembedded controller, 2 engines; median of {args.repeats} runs (decode: best); starts are whole processes"
-          "\n\n| measure | transformers fp32 + prefix cache | llama.cpp | llama.cpp faster / smaller |\n|---|---|---|---|")
+          "\n\n| measure | transformers fp32 + prefix cache | llama.cpp | llama.cpp faster / smaller |"
+          "\n|---|---|---|---|")
     for key, value in base.items():
         if isinstance(value, float):
             better = value / fast[key] if "tokens/s" not in key else fast[key] / value

@@ -36,7 +36,7 @@ def images(tmp_path) -> Path:
 
 def test_every_tool_has_template_phrasings_and_the_prompt_lists_the_registry():
     from training.templates import PHRASINGS
-    assert set(PHRASINGS) == set(VISUAL_TOOL_CLASSES) | {"Calculator", "Calendar", "WikiSearch"}  # the chat's text tools
+    assert set(PHRASINGS) == set(VISUAL_TOOL_CLASSES) | {"Calculator", "Calendar", "WikiSearch"}  # + the chat's
     prompt = generation_prompt(Annotation("a cat", {"cat": [1, 2, 3, 4]}), REGISTRY.all(), 12)
     assert 'Image caption: "a cat. Objects: cat [1, 2, 3, 4]"' in prompt
     assert f"Below are {len(REGISTRY.tools)} visual tools" in prompt and "generate 12 visual instructions" in prompt
