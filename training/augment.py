@@ -77,10 +77,11 @@ def chains(records: Sequence[Record], ratio: float, rng: random.Random, tools: M
         tool, made = tools[second.steps[0].tool], first.steps[0].observation
         args = [made if spec.type == "image_path" else arg for spec, arg in zip(tool.inputs, second.steps[0].args)]
         new_id = record_id(first.id, second.id, "chain")
-        observation = output_name(tool.op, made, new_id[:8]) if tool.output == "image_path" \
-            else second.steps[0].observation
-        answer = rng.choice(templates.IMAGE_ANSWERS).format(name=observation) if tool.output == "image_path" \
-            else observation
+        if tool.output == "image_path":
+            observation = output_name(tool.op, made, new_id[:8])
+            answer = rng.choice(templates.IMAGE_ANSWERS).format(name=observation)
+        else:
+            observation = answer = second.steps[0].observation
         later = second.instruction[0].lower() + second.instruction[1:]
         instruction = rng.choice(templates.CHAIN_JOINS).format(first=first.instruction.rstrip(".?! "), then=later)
         out.append(first.model_copy(update={
@@ -126,7 +127,7 @@ def augment(records: Sequence[Record], *, negative: float = 0.15, context: float
     """The records plus GPT4Tools-style augmentations (ratios relative to the number of records), and ours:
     follow-up remarks that need no tool, and two-step chains (`tools`: the registry's, by prompt name)."""
     rng = random.Random(seed)
-    made = [*chains(records, chain, rng, tools)] if chain and tools else []
+    made = chains(records, chain, rng, tools) if chain and tools else []
     return [*records, *made, *negatives(records, load_chat(), negative, rng), *contexts(records, context, rng),
             *multi_turn(records, multi, rng), *followups(records, followup, rng)]
 
