@@ -103,6 +103,22 @@ def test_training_killed_midway_resumes_to_the_same_step_count(tiny_llama, data,
     assert starts[0]["step"] == 0 and starts[-1]["step"] in (5, 10)
 
 
+def test_train_continues_from_an_init_adapter(tiny_llama, data, tmp_path):
+    """`--init-adapter` starts from that adapter's weights (at lr 0 they come out unchanged), not a new LoRA."""
+    from safetensors.torch import load_file
+    first = train(TrainConfig(data=str(data), out=str(tmp_path / "first"), base=str(tiny_llama), max_steps=3,
+                              learning_rate=5e-3, cutoff=100000))
+    done = _cli("train", "--data", str(data), "--base", str(tiny_llama), "--out", str(tmp_path / "second"),
+                "--init-adapter", str(first), "--max-steps", "1", "--lr", "0", "--cutoff", "100000")
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, after = (load_file(str(a / "adapter_model.safetensors")) for a in (first, tmp_path / "second/adapter"))
+    assert before.keys() == after.keys() and any(t.abs().sum() > 0 for k, t in before.items() if "lora_B" in k)
+    assert all((before[k] == after[k]).all() for k in before)
+    missing = _cli("train", "--data", str(data), "--base", str(tiny_llama), "--out", str(tmp_path / "third"),
+                   "--init-adapter", str(tmp_path / "nowhere"))
+    assert missing.returncode != 0 and "--init-adapter: no LoRA adapter" in missing.stderr
+
+
 def test_bad_inputs_fail_before_training(tiny_llama, tmp_path):
     empty = tmp_path / "empty.jsonl"
     save_jsonl([records(1)[0].model_copy(update={"steps": [GoldStep(tool="Magic", args=["x"])]})], empty)

@@ -216,6 +216,8 @@ def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Call
     from peft import LoraConfig, get_peft_model
 
     run_dir = Path(config.out)
+    if config.init_adapter and not (Path(config.init_adapter) / "adapter_config.json").is_file():
+        raise TrainingError(f"--init-adapter: no LoRA adapter (adapter_config.json) in {config.init_adapter}")
     source, base_name = base_checkpoint(config.base)
     quantized = config.load_in_8bit or config.load_in_4bit
     quantization = None
