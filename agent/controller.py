@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .grammar import Grammar
 
 
 class ControllerError(RuntimeError):
@@ -18,11 +21,12 @@ class Controller(Protocol):
     name: str
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-                 temperature: float = 0.0, n: int = 1) -> list[str]:
-        """`n` continuations of `prompt`, each cut before the first stop string."""
+                 temperature: float = 0.0, n: int = 1, grammar: Grammar | None = None) -> list[str]:
+        """`n` continuations of `prompt`, each cut before the first stop string; decoded under `grammar` where the
+        engine can constrain (`constrained` says whether it did: a controller that cannot ignores it)."""
 
     def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-               temperature: float = 0.0) -> Iterator[str]:
+               temperature: float = 0.0, grammar: Grammar | None = None) -> Iterator[str]:
         """One continuation, yielded as text chunks as it is generated."""
 
     def logprobs(self, prompt: str, continuation: str) -> list[float]:

@@ -11,6 +11,14 @@ class Event:
 
 
 @dataclass
+class OfferEvent(Event):
+    """What the turn's prompt offers: the shortlisted tools (of `available`), and whether replies are constrained."""
+    tools: list[str]
+    available: int
+    grammar: bool
+
+
+@dataclass
 class DraftEvent(Event):
     """The model's text so far while it generates step `step` (for live display only)."""
     step: int

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, TextIteratorStreamer
+from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, LogitsProcessorList,
+                          TextIteratorStreamer)
 
 from .controller import ControllerError, stream_until_stop, truncate_at
+from .grammar import Grammar
 
 ChatFormat = Literal["auto", "raw", "chat", "vicuna"]
 
@@ -154,7 +156,7 @@ class TransformersController:
         return self._cache
 
     def _generate_ids(self, ids: list[int], *, stop: Sequence[str], max_new_tokens: int, temperature: float,
-                      n: int = 1, streamer=None) -> list[list[int]]:
+                      n: int = 1, streamer=None, gbnf: str | None = None) -> list[list[int]]:
         """Generate under the lock, reusing (and keeping) the prefix KV cache of the prompt.
 
         With n > 1 the prompt is encoded once and its cache copied n times: the n samples share one prefill
@@ -167,6 +169,11 @@ class TransformersController:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         if stop:
             kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
+        if gbnf is not None and n == 1:
+            from .guidance import processor
+            constraint = processor(gbnf, self.tokenizer, self.model.config.vocab_size, len(ids))
+            if constraint is not None:
+                kwargs["logits_processor"] = LogitsProcessorList([constraint])
         input_ids = torch.tensor([ids] * n, device=self.model.device)
         with self._lock, torch.inference_mode():
             self.prompt_tokens += len(ids)
@@ -185,22 +192,16 @@ class TransformersController:
                 self._cache_ids = out.sequences[0, : self._cache.get_seq_length()].tolist()
         return [seq[len(ids):].tolist() for seq in out.sequences]
 
-    def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-                 temperature: float = 0.0, n: int = 1) -> list[str]:
-        ids = self.encode_prompt(prompt)
-        outs = self._generate_ids(ids, stop=stop, max_new_tokens=max_new_tokens, temperature=temperature, n=n)
-        return [truncate_at(self._decode(out), stop) for out in outs]
-
-    def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-               temperature: float = 0.0) -> Iterator[str]:
-        ids = self.encode_prompt(prompt)
+    def _ids_texts(self, ids: list[int], stop: Sequence[str], max_new_tokens: int, temperature: float,
+                   gbnf: str | None) -> Iterator[str]:
+        """One reply's text pieces as they are generated (a thread generates, this one reads the streamer)."""
         streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
         failure: list[BaseException] = []
 
         def work() -> None:
             try:
-                self._generate_ids(ids, stop=stop, max_new_tokens=max_new_tokens,
-                                   temperature=temperature, streamer=streamer)
+                self._generate_ids(ids, stop=stop, max_new_tokens=max_new_tokens, temperature=temperature,
+                                   streamer=streamer, gbnf=gbnf)
             except BaseException as exc:  # re-raised in the caller's thread below
                 failure.append(exc)
                 streamer.end()
@@ -208,11 +209,36 @@ class TransformersController:
         thread = threading.Thread(target=work, daemon=True)
         thread.start()
         try:
-            yield from stream_until_stop(streamer, stop)
+            yield from streamer
         finally:
             thread.join()
         if failure:
             raise failure[0]
+
+    def _texts(self, prompt: str, stop: Sequence[str], max_new_tokens: int, temperature: float,
+               grammar: Grammar | None) -> Iterator[str]:
+        """Under the grammar as far as it reaches, then on unconstrained from the cached prefix."""
+        ids = self.encode_prompt(prompt)
+        head = ""
+        for piece in self._ids_texts(ids, stop, max_new_tokens, temperature, grammar.gbnf if grammar else None):
+            head += piece
+            yield piece
+        if grammar is not None and grammar.free_after and head.endswith(grammar.free_after):
+            written = self._encode(head, special=False)
+            yield from self._ids_texts(ids + written, stop, max_new_tokens - len(written), temperature, None)
+
+    def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+                 temperature: float = 0.0, n: int = 1, grammar: Grammar | None = None) -> list[str]:
+        if grammar is not None:
+            return [truncate_at("".join(self._texts(prompt, stop, max_new_tokens, temperature, grammar)), stop)
+                    for _ in range(n)]
+        ids = self.encode_prompt(prompt)
+        outs = self._generate_ids(ids, stop=stop, max_new_tokens=max_new_tokens, temperature=temperature, n=n)
+        return [truncate_at(self._decode(out), stop) for out in outs]
+
+    def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+               temperature: float = 0.0, grammar: Grammar | None = None) -> Iterator[str]:
+        yield from stream_until_stop(self._texts(prompt, stop, max_new_tokens, temperature, grammar), stop)
 
     # --- scoring -------------------------------------------------------------------------------
     def _score(self, ids: list[int]) -> torch.Tensor:

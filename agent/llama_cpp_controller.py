@@ -6,6 +6,7 @@ sequence and re-evaluates only what follows the longest common prefix (steps and
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import weakref
@@ -13,7 +14,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from .controller import ControllerError, PromptTooLong, stream_until_stop, truncate_at
+from .grammar import Grammar
 from .hf_controller import ChatFormat, encode_prompt, format_prompt, resolve_chat_format
+
+log = logging.getLogger(__name__)
 
 
 def engine_version() -> str | None:
@@ -23,6 +27,20 @@ def engine_version() -> str | None:
     except ImportError:
         return None
     return llama_cpp.__version__
+
+
+def compile_gbnf(llm, gbnf: str):
+    """llama.cpp's grammar for `gbnf`, or None (unconstrained, with a warning) where llama.cpp cannot parse it.
+
+    `LlamaGrammar.from_string` parses nothing: llama.cpp parses at sampling, and a NULL sampler from a grammar it
+    refuses crashes the process (llama-cpp-python 0.3.36). So the grammar is parsed here first, by the same call."""
+    import llama_cpp
+    sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, gbnf.encode(), b"root")
+    if not sampler:
+        log.warning("llama.cpp cannot parse the step grammar; this step runs unconstrained:\n%s", gbnf)
+        return None
+    llama_cpp.llama_sampler_free(sampler)
+    return llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 class LlamaCppController:
@@ -49,28 +67,44 @@ class LlamaCppController:
     def encode_prompt(self, prompt: str) -> list[int]:
         return encode_prompt(self.tokenizer, prompt, self.chat_format)
 
-    def _completion(self, prompt: str, stop: Sequence[str], max_new_tokens: int, temperature: float,
-                    stream: bool):
-        ids = self.encode_prompt(prompt)
+    def _completion(self, ids: list[int], stop: Sequence[str], max_new_tokens: int, temperature: float,
+                    grammar=None) -> Iterator[str]:
         room = self.llm.n_ctx() - len(ids)
         if room < min(max_new_tokens, 32):
             raise PromptTooLong(f"a {len(ids)}-token prompt leaves no room for a reply in the "
                                 f"{self.llm.n_ctx()}-token context of {self.name}")
         # temperature 0 is llama.cpp's greedy sampler; otherwise plain sampling, as the transformers path does
-        return self.llm.create_completion(ids, max_tokens=min(max_new_tokens, room), stop=list(stop), stream=stream,
-                                          temperature=temperature, top_k=0, top_p=1.0, min_p=0.0, repeat_penalty=1.0)
+        chunks = self.llm.create_completion(ids, max_tokens=min(max_new_tokens, room), stop=list(stop), stream=True,
+                                           temperature=temperature, top_k=0, top_p=1.0, min_p=0.0,
+                                           repeat_penalty=1.0, grammar=grammar)
+        return (chunk["choices"][0]["text"] for chunk in chunks)
+
+    def _texts(self, prompt: str, stop: Sequence[str], max_new_tokens: int, temperature: float,
+               grammar: Grammar | None) -> Iterator[str]:
+        """The reply's pieces: under the grammar as far as it reaches, then on unconstrained from the cached prefix."""
+        ids = self.encode_prompt(prompt)
+        compiled = compile_gbnf(self.llm, grammar.gbnf) if grammar else None
+        if compiled is None:
+            yield from self._completion(ids, stop, max_new_tokens, temperature)
+            return
+        head = ""
+        for piece in self._completion(ids, stop, max_new_tokens, temperature, compiled):
+            head += piece
+            yield piece
+        if grammar.free_after and head.endswith(grammar.free_after):
+            written = self.tokenizer(head, add_special_tokens=False)["input_ids"]
+            yield from self._completion(ids + written, stop, max_new_tokens - len(written), temperature)
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-                 temperature: float = 0.0, n: int = 1) -> list[str]:
+                 temperature: float = 0.0, n: int = 1, grammar: Grammar | None = None) -> list[str]:
         with self._lock:  # n samples in a row: each re-evaluates nothing of the cached prompt
-            return [truncate_at(self._completion(prompt, stop, max_new_tokens, temperature, False)["choices"][0]
-                                ["text"], stop) for _ in range(n)]
+            return [truncate_at("".join(self._texts(prompt, stop, max_new_tokens, temperature, grammar)), stop)
+                    for _ in range(n)]
 
     def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-               temperature: float = 0.0) -> Iterator[str]:
+               temperature: float = 0.0, grammar: Grammar | None = None) -> Iterator[str]:
         with self._lock:
-            chunks = self._completion(prompt, stop, max_new_tokens, temperature, True)
-            yield from stream_until_stop((chunk["choices"][0]["text"] for chunk in chunks), stop)
+            yield from stream_until_stop(self._texts(prompt, stop, max_new_tokens, temperature, grammar), stop)
 
     def logprobs(self, prompt: str, continuation: str) -> list[float]:
         raise ControllerError(f"{self.name} runs on llama.cpp, which this app uses for generation only; "

@@ -5,14 +5,16 @@ import logging
 import time
 from collections.abc import Generator, Iterator
 
-from visual_tools import ImageStore, ToolInputError, ToolRegistry, ToolTimeout, invoke
+from visual_tools import ImageStore, Tool, ToolInputError, ToolRegistry, ToolTimeout, invoke
 from visual_tools.image_store import IMAGE_NAME
 
 from .controller import Controller, ControllerError, PromptTooLong
-from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, ThoughtEvent,
+from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, OfferEvent, ThoughtEvent,
                      ToolCallEvent)
+from .grammar import Grammar, build_grammar
 from .parsing import Final, ParseError, parse_step
 from .prompts import STOP, ScratchStep, Turn, render_prompt, render_step
+from .shortlist import Shortlist
 
 log = logging.getLogger(__name__)
 STOPPED = "Agent stopped due to iteration limit."
@@ -21,26 +23,33 @@ STOPPED = "Agent stopped due to iteration limit."
 class Agent:
     """Runs one user turn against a controller and a tool registry, yielding events as they happen."""
 
+    """`shortlist`: offer each turn only the tools it ranks first (None: every available tool); `grammar`:
+    decode each step under the grammar of the offered tools and the session's images."""
+
     def __init__(self, controller: Controller, registry: ToolRegistry, *, max_steps: int = 5,
                  max_new_tokens: int = 256, temperature: float = 0.0, history_turns: int = 6,
-                 tool_timeout: float | None = None):
+                 tool_timeout: float | None = None, shortlist: Shortlist | None = None, grammar: bool = True):
         self.controller, self.registry = controller, registry
         self.max_steps, self.max_new_tokens, self.temperature = max_steps, max_new_tokens, temperature
         self.history_turns, self.tool_timeout = history_turns, tool_timeout
+        self.shortlist, self.grammar = shortlist, grammar
 
-    def prompt(self, user_input: str, history: list[Turn], steps: list[ScratchStep]) -> str:
-        return render_prompt(self.registry.available(), history, user_input, steps)
+    def offered(self, user_input: str, history: list[Turn]) -> list[Tool]:
+        """The tools this turn's prompt lists: fixed for the turn, so that its steps share the prompt's cache."""
+        tools = self.registry.available()
+        return self.shortlist.pick(user_input, history, tools) if self.shortlist else tools
 
-    def _stream(self, step: int, user_input: str, history: list[Turn],
-                steps: list[ScratchStep]) -> Generator[DraftEvent, None, tuple[str, list[Turn]]]:
+    def _stream(self, step: int, tools: list[Tool], user_input: str, history: list[Turn], steps: list[ScratchStep],
+                grammar: Grammar | None) -> Generator[DraftEvent, None, tuple[str, list[Turn]]]:
         """The step's text, its drafts yielded as they come; a prompt too long for the controller's context
         loses its oldest turns until it fits (PromptTooLong comes before any text). Returns the text and
         the history it was written with."""
         while True:
             text = ""
             try:
-                for piece in self.controller.stream(self.prompt(user_input, history, steps), stop=STOP,
-                                                    max_new_tokens=self.max_new_tokens, temperature=self.temperature):
+                prompt = render_prompt(tools, history, user_input, steps)
+                for piece in self.controller.stream(prompt, stop=STOP, max_new_tokens=self.max_new_tokens,
+                                                    temperature=self.temperature, grammar=grammar):
                     text += piece
                     yield DraftEvent(step, text)
                 return text, history
@@ -52,9 +61,12 @@ class Agent:
     def run(self, user_input: str, history: list[Turn], store: ImageStore) -> Iterator[Event]:
         steps: list[ScratchStep] = []
         history = recent(history, self.history_turns)
+        tools = self.offered(user_input, history)
+        yield OfferEvent([t.name for t in tools], len(self.registry.available()), self.grammar)
         for step in range(self.max_steps):
+            grammar = build_grammar(tools, store.names()) if self.grammar else None
             try:
-                text, history = yield from self._stream(step, user_input, history, steps)
+                text, history = yield from self._stream(step, tools, user_input, history, steps, grammar)
             except ControllerError as exc:
                 yield ErrorEvent(f"Controller error: {exc}")
                 return

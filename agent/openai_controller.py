@@ -1,6 +1,7 @@
 """An OpenAI-compatible HTTP server (OpenAI, vLLM, llama.cpp, `python -m agent serve`) as the controller."""
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
@@ -9,8 +10,10 @@ import httpx
 import openai
 
 from .controller import ControllerError, stream_until_stop, truncate_at
+from .grammar import Grammar
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class OpenAIController:
@@ -23,6 +26,7 @@ class OpenAIController:
                                     api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY")
         self._model = model
         self.name = f"{model or 'first model'} @ {self.base_url}"
+        self.constrains: bool | None = None  # grammars: None until the server is asked, then whether it took one
 
     def _call(self, request: Callable[[], T]) -> T:
         try:
@@ -45,20 +49,35 @@ class OpenAIController:
             self.name = f"{self._model} @ {self.base_url}"
         return self._model
 
-    def _chat(self, prompt: str, stop: Sequence[str], **kwargs):
-        return self.client.chat.completions.create(
-            model=self.model, messages=[{"role": "user", "content": prompt}],
-            stop=list(stop)[:4] or None, **kwargs)  # the API takes at most 4 stop strings
+    def _chat(self, prompt: str, stop: Sequence[str], grammar: Grammar | None = None, **kwargs):
+        """One chat request; a grammar goes in vLLM's `structured_outputs` field (vLLM >= 0.12) until the server
+        refuses one, after which this controller asks unconstrained (said once in the log and in `constrains`)."""
+        def send(constrained: bool):
+            extra = {"structured_outputs": {"grammar": grammar.whole}} if constrained else None
+            return self.client.chat.completions.create(
+                model=self.model, messages=[{"role": "user", "content": prompt}],
+                stop=list(stop)[:4] or None, extra_body=extra, **kwargs)  # the API takes at most 4 stop strings
+
+        if grammar is None or self.constrains is False:
+            return send(False)
+        try:
+            reply = send(True)
+        except openai.BadRequestError as exc:
+            self.constrains = False
+            log.warning("%s refused a grammar (%s): its replies are unconstrained", self.base_url, str(exc)[:300])
+            return send(False)
+        self.constrains = True
+        return reply
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-                 temperature: float = 0.0, n: int = 1) -> list[str]:
-        reply = self._call(lambda: self._chat(prompt, stop, max_tokens=max_new_tokens,
+                 temperature: float = 0.0, n: int = 1, grammar: Grammar | None = None) -> list[str]:
+        reply = self._call(lambda: self._chat(prompt, stop, grammar, max_tokens=max_new_tokens,
                                               temperature=temperature, n=n))
         return [truncate_at(choice.message.content or "", stop) for choice in reply.choices]
 
     def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-               temperature: float = 0.0) -> Iterator[str]:
-        chunks = self._call(lambda: self._chat(prompt, stop, max_tokens=max_new_tokens,
+               temperature: float = 0.0, grammar: Grammar | None = None) -> Iterator[str]:
+        chunks = self._call(lambda: self._chat(prompt, stop, grammar, max_tokens=max_new_tokens,
                                                temperature=temperature, stream=True))
 
         def texts() -> Iterator[str]:

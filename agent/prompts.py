@@ -64,10 +64,13 @@ class ToolLike(Protocol):
     description: str
 
 
+IMAGE_TURN = "Provide an image named"
+
+
 def image_turn(name: str, description: str | None) -> Turn:
     """GPT4Tools' history entry for an uploaded image."""
     about = f" The description is: {description}." if description else ""
-    return Turn(f"Provide an image named {name}.{about} Understand the image using tools.", "Received.")
+    return Turn(f"{IMAGE_TURN} {name}.{about} Understand the image using tools.", "Received.")
 
 
 def render_tools(tools: Sequence[ToolLike]) -> str:

@@ -13,6 +13,7 @@ from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
 
 from .controller import Controller, ControllerError
+from .grammar import Grammar
 
 
 class ChatRequest(BaseModel):
@@ -23,6 +24,7 @@ class ChatRequest(BaseModel):
     n: int = 1
     stop: str | list[str] | None = None
     stream: bool = False
+    structured_outputs: dict | None = None  # vLLM's field; this server takes {"grammar": GBNF}
 
 
 class CompletionRequest(BaseModel):
@@ -96,6 +98,10 @@ def create_app(controller: Controller, model_name: str,
         # The agent sends one user message holding the whole prompt; several are joined in order.
         prompt = "\n\n".join(str(m.get("content", "")) for m in req.messages)
         params = dict(stop=_stops(req.stop), max_new_tokens=req.max_tokens or 256, temperature=req.temperature)
+        if req.structured_outputs is not None:
+            if set(req.structured_outputs) != {"grammar"} or not isinstance(req.structured_outputs["grammar"], str):
+                raise HTTPException(400, "this server takes only structured_outputs={'grammar': <GBNF>}")
+            params["grammar"] = Grammar(req.structured_outputs["grammar"], free_after=None)
         if not req.stream:
             texts = controller.generate(prompt, n=req.n, **params)
             return envelope("chat.completion", [

@@ -17,10 +17,12 @@ class ScriptedController:
     def __init__(self, replies: Sequence[Reply]):
         self._replies = itertools.cycle(replies)
         self.prompts: list[str] = []
+        self.grammars: list = []  # the grammar each reply was asked under (None: unconstrained)
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-                 temperature: float = 0.0, n: int = 1) -> list[str]:
+                 temperature: float = 0.0, n: int = 1, grammar=None) -> list[str]:
         self.prompts.append(prompt)
+        self.grammars.append(grammar)
         reply = next(self._replies)
         text = reply(prompt) if callable(reply) else reply
         return [truncate_at(text, stop)] * n

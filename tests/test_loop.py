@@ -3,7 +3,7 @@ import re
 import pytest
 
 from agent.controller import ControllerError, PromptTooLong
-from agent.events import (AnswerEvent, ErrorEvent, ObservationEvent, ThoughtEvent, ToolCallEvent)
+from agent.events import (AnswerEvent, ErrorEvent, ObservationEvent, OfferEvent, ThoughtEvent, ToolCallEvent)
 from agent.loop import Agent
 from agent.session import ChatSession
 from scripted import ScriptedController, canny_then_answer, last_image
@@ -27,8 +27,8 @@ def run(replies, box_image, tools=None, max_steps=5):
 def test_canny_episode(box_image):
     events, controller, session, name = run(canny_then_answer(), box_image)
     kinds = [type(e) for e in events]
-    assert kinds == [ThoughtEvent, ToolCallEvent, ObservationEvent, ThoughtEvent, AnswerEvent]
-    obs = events[2]
+    assert kinds == [OfferEvent, ThoughtEvent, ToolCallEvent, ObservationEvent, ThoughtEvent, AnswerEvent]
+    obs = events[3]
     assert not obs.error and obs.tool == "Edge Detection On Image"
     assert re.fullmatch(rf"image/[0-9a-f]{{8}}_edge_{name[6:14]}_{name[6:14]}\.png", obs.image)
     assert session.store.resolve(obs.image).is_file()
@@ -84,7 +84,7 @@ class Unreachable(ScriptedController):
 def test_controller_failure_is_an_error_event(box_image):
     session, registry = ChatSession(), ToolRegistry([Image2Canny()])
     events = list(session.send(Agent(Unreachable([]), registry), "hi"))
-    assert [type(e) for e in events] == [ErrorEvent] and "cannot reach" in events[0].message
+    assert [type(e) for e in events] == [OfferEvent, ErrorEvent] and "cannot reach" in events[1].message
 
 
 def test_history_window_moves_in_half_windows():

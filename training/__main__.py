@@ -6,7 +6,12 @@ import json
 import sys
 from pathlib import Path
 
+from agent.embedded import ADAPTER_DIR
+from agent.shortlist import RETRIEVER_DIR, SHIPPED_RETRIEVER
 from visual_tools import ToolRegistry, data_home
+
+
+ADAPTER_DATA = ADAPTER_DIR / "data" / "train.jsonl"  # the shipped adapter's first-run records (every kind)
 
 
 def _registry(spec: str | None) -> ToolRegistry:
@@ -35,14 +40,24 @@ def _offer(text: str) -> int | tuple[int, int]:
         raise argparse.ArgumentTypeError(f"'{text}' is neither a number nor LOW-HIGH") from None
 
 
+def _shortlist(k: int, folder: str | None, registry: ToolRegistry):
+    from agent.shortlist import load_shortlist
+    shortlist, note = load_shortlist(k, folder, registry.all())
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
+    return shortlist
+
+
 def cmd_generate(args: argparse.Namespace) -> None:
     from .generate import build_dataset
     from .teachers import load_teacher
     registry = _registry(args.tools)
     teacher = load_teacher(args.teacher, rpm=args.rpm, timeout=args.timeout, retries=args.retries)
+    shortlist = _shortlist(args.shortlist, args.retriever, registry) if args.shortlist else None
     try:
         report = build_dataset(Path(args.images), teacher, registry, Path(args.out), n=args.n, per_call=args.per_call,
-                               offer=args.offer, seed=args.seed, augment_data=not args.no_augment)
+                               offer=args.offer, seed=args.seed, augment_data=not args.no_augment,
+                               shortlist=shortlist)
     except (FileNotFoundError, ValueError) as exc:
         raise SystemExit(f"error: {exc}") from None
     print(report.markdown())
@@ -144,11 +159,24 @@ def cmd_train(args: argparse.Namespace) -> None:
     except TrainingError as exc:
         raise SystemExit(f"error: {exc}") from None
     print(f"adapter saved to {adapter}")
+    _fit_retriever(args.data, Path(adapter) / RETRIEVER_DIR)
+
+
+def _fit_retriever(data: str, out: Path) -> None:
+    from .retriever import train_retriever
+    from .sft import load_records
+    records, _ = load_records(data)
+    retriever = train_retriever(records, _registry(None), out, data=data)
+    print(f"shortlist classifier ({len(retriever.classes)} tools) saved to {out}")
+
+
+def cmd_retriever(args: argparse.Namespace) -> None:
+    _fit_retriever(args.data, Path(args.out))
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from agent.controller import ControllerError, load_controller
-    from .evaluate import evaluate, load_cases, markdown, offer, summary, write_report
+    from .evaluate import evaluate, load_cases, markdown, offer, shortlisted, summary, write_report
     from .toolace_r.refine import SelfRefine
     tools = _registry(None).tools
     try:
@@ -158,9 +186,11 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     for problem in problems:
         print(f"warning: {args.data}: {problem}", file=sys.stderr)
     cases = cases[:args.limit] if args.limit else cases
+    registry = _registry(None)
     if args.offer != "case":
-        registry = _registry(None)
         cases = offer(cases, [t.name for t in (registry.available() if args.offer == "available" else registry.all())])
+    if args.shortlist:
+        cases = shortlisted(cases, _shortlist(args.shortlist, args.retriever, registry))
     if not cases:
         raise SystemExit(f"error: no cases in {args.data}")
     try:
@@ -170,7 +200,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {exc}") from None
     unseen = [name.strip() for name in (args.unseen or "").split(";") if name.strip()]
     predictions = evaluate(controller, cases, tools, unseen=unseen, strict_images=args.strict_images,
-                           max_steps=args.max_steps)
+                           max_steps=args.max_steps, grammar=not args.no_grammar)
     rows = summary(predictions)
     paths = write_report(predictions, Path(args.out)) if args.out else {}
     if args.json:
@@ -180,6 +210,12 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         print(f"{controller.name} on {args.data}\n{markdown(rows)}")
     if args.refine != "none":
         print(f"mean refine rounds per step: {controller.mean_rounds():.2f}")
+
+
+def _shortlist_flags(parser: argparse.ArgumentParser, default: int, what: str) -> None:
+    parser.add_argument("--shortlist", type=int, default=default, metavar="K", help=f"K > 0: {what}; 0: every tool")
+    parser.add_argument("--retriever", default=None,
+                        help="the shortlist classifier's folder (default: the shipped adapter's)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -200,6 +236,8 @@ def main(argv: list[str] | None = None) -> None:
     gen.add_argument("--per-call", type=int, default=20, help="instructions asked per teacher call")
     gen.add_argument("--offer", type=_offer, default=0,
                      help="tools offered per prompt: N, or LOW-HIGH drawn for each record (0: all)")
+    _shortlist_flags(gen, default=0, what="offered lists: the gold tools plus the retriever's first others, "
+                                          "k from --offer where it gives a range")
     gen.add_argument("--rpm", type=float, default=0.0, help="HTTP teacher: at most this many requests a minute")
     gen.add_argument("--timeout", type=float, default=120.0, help="HTTP teacher: seconds per request")
     gen.add_argument("--retries", type=int, default=3, help="HTTP teacher: retries on 429/5xx/time-out")
@@ -283,6 +321,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="tools in the prompt: each case's own list (all tools where it has none), the tools "
                          "available here (what the app offers), or every tool (what a machine with every checkpoint "
                          "offers)")
+    _shortlist_flags(ev, default=0, what="each case offers the retriever's top K of its --offer tools (gold tools "
+                                         "are not forced in: misses count)")
+    ev.add_argument("--no-grammar", action="store_true", help="decode without the grammar of the offered tools")
     ev.add_argument("--max-steps", type=int, default=5)
     ev.add_argument("--strict-images", action="store_true",
                     help="an image argument must come from the gold image (GPT4Tools only checks '.png')")
@@ -292,6 +333,11 @@ def main(argv: list[str] | None = None) -> None:
                     help="ToolACE-R self-refinement of each step (adaptive: until two answers agree)")
     ev.add_argument("--rounds", type=int, default=ROUNDS, help="most refine rounds (paper: 5)")
     ev.set_defaults(func=cmd_evaluate)
+
+    ret = sub.add_parser("retriever", help="train the shortlist's classifier (tool retrieval) on records")
+    ret.add_argument("--data", default=str(ADAPTER_DATA), help="records JSONL, or review:accepted")
+    ret.add_argument("--out", default=str(SHIPPED_RETRIEVER), help="the folder to write (beside an adapter)")
+    ret.set_defaults(func=cmd_retriever)
 
     toolformer_cli.add_parser(sub)
     toolace_cli.add_parsers(sub)

@@ -12,9 +12,11 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from agent.controller import Controller, ControllerError
+from agent.grammar import build_grammar
 from agent.parsing import Final, ParseError, parse_step
 from agent.prompts import STOP, ScratchStep, render_prompt
-from visual_tools.image_store import output_name
+from agent.shortlist import Shortlist
+from visual_tools.image_store import IMAGE_NAME, output_name
 
 from .metrics import score
 from .records import GoldStep, Record, Source, image_name_for, load_jsonl, placeholder_observation, record_id
@@ -109,16 +111,25 @@ def gold_text(record: Record) -> str:
     return render_trace(target)
 
 
+def shortlisted(records: list[Record], shortlist: Shortlist) -> list[Record]:
+    """Each case offering the shortlist's top k of its tools for its words, as the chat would (gold not forced)."""
+    return [r.model_copy(update={"tools": shortlist.names(r.instruction, r.tools, conversation(r))}) for r in records]
+
+
 def predict(controller: Controller, record: Record, tools: Mapping[str, Any], *, max_steps: int = 5,
-            max_new_tokens: int = 128) -> str:
-    """The model's own trace for the case; each of its tool calls is answered with the gold observation."""
+            max_new_tokens: int = 128, grammar: bool = False) -> str:
+    """The model's own trace for the case; each of its tool calls is answered with the gold observation. With
+    `grammar`, each step is decoded under the grammar of the offered tools and the images the case has so far."""
     offered = [tools[name] for name in record.tools if name in tools]
     scratch = [ScratchStep(step_text(s), s.observation) for s in record.steps[:record.given_steps]]
+    images = [record.image_name] if record.image_name else []
     trace = ""
     for i in range(max_steps):
         prompt = render_prompt(offered, conversation(record), record.instruction, scratch)
+        images += [s.observation for s in scratch if IMAGE_NAME.fullmatch(s.observation)]
+        constraint = build_grammar(offered, images) if grammar else None
         try:
-            text = controller.generate(prompt, stop=STOP, max_new_tokens=max_new_tokens)[0].strip()
+            text = controller.generate(prompt, stop=STOP, max_new_tokens=max_new_tokens, grammar=constraint)[0].strip()
         except ControllerError as exc:
             return trace + f"[controller error: {exc}]"
         parsed = parse_step(text)
@@ -132,14 +143,14 @@ def predict(controller: Controller, record: Record, tools: Mapping[str, Any], *,
 
 
 def evaluate(controller: Controller, records: Iterable[Record], tools: Mapping[str, Any], *,
-             unseen: Iterable[str] = (), strict_images: bool = False, max_steps: int = 5,
+             unseen: Iterable[str] = (), strict_images: bool = False, max_steps: int = 5, grammar: bool = False,
              on_case: Callable[[int, int], None] | None = None) -> list[Prediction]:
     unseen = set(unseen)
     records = list(records)
     out = []
     for number, record in enumerate(tqdm(records, desc="evaluating", unit="case"), 1):
         gold = gold_text(record)
-        pred = predict(controller, record, tools, max_steps=max_steps)
+        pred = predict(controller, record, tools, max_steps=max_steps, grammar=grammar)
         result = score(gold, pred, strict_images)
         used = record.used_tools()[record.given_steps:] if record.steps else []
         out.append(Prediction(record.id, ", ".join(dict.fromkeys(s.tool for s in record.steps[record.given_steps:]))

@@ -14,6 +14,7 @@ from pathlib import Path
 from PIL import Image, UnidentifiedImageError
 from tqdm.auto import tqdm
 
+from agent.shortlist import Shortlist
 from visual_tools import VISUAL_TOOL_CLASSES, Tool, ToolRegistry
 from visual_tools.image_store import output_name
 
@@ -145,13 +146,15 @@ def list_images(folder: Path, report: GenerationReport) -> list[Path]:
 
 
 def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Path, *, n: int,
-             per_call: int = 20, offer: int | tuple[int, int] = 0, seed: int = 0,
+             per_call: int = 20, offer: int | tuple[int, int] = 0, seed: int = 0, shortlist: Shortlist | None = None,
              on_progress: Callable[[int, int], None] | None = None) -> GenerationReport:
     """Ask `teacher` for about `n` instructions, spread evenly over the images; append raw records to `raw_out`.
 
     Resumable: jobs (image x round) already in `raw_out` are skipped; failed jobs run again next time.
     `offer` > 0 offers that many tools per prompt (the gold ones plus random others, shuffled), `(low, high)` a
-    number drawn between them for each record, 0 all of them in the registry's order.
+    number drawn between them for each record, 0 all of them in the registry's order. With a `shortlist`, the
+    others are the retriever's first picks for the instruction, in the registry's order, as the chat offers them
+    (k from `offer` where it is set, else the shortlist's own).
     """
     report = GenerationReport()
     paths = list_images(Path(images), report)
@@ -190,11 +193,8 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
                     report.lines_unparsed += bad
                     rng = random.Random(request.seed)
                     for index, candidate in enumerate(candidates):
-                        others = [t.name for t in pool if t is not candidate.tool]
-                        offered = rng.sample(others, min(len(others), rng.randint(low, high) - 1)) \
-                            + [candidate.tool.name] if high else [t.name for t in pool]
-                        if high:
-                            rng.shuffle(offered)
+                        offered = _offered(candidate.tool.name, candidate.instruction, [t.name for t in pool],
+                                           rng.randint(low, high) if high else 0, shortlist, rng)
                         record = build_record(candidate, job=job, index=index, image=path, annotation=annotation,
                                               offered=offered, registry=registry, teacher=teacher.name, rng=rng)
                         out.write(record.model_dump_json() + "\n")
@@ -203,6 +203,19 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
             if on_progress:
                 on_progress(number, len(jobs))
     return report
+
+
+def _offered(gold: str, instruction: str, names: list[str], k: int, shortlist: Shortlist | None,
+             rng: random.Random) -> list[str]:
+    """The tools a record's prompt lists (see `generate`)."""
+    if shortlist is not None:
+        return shortlist.names(instruction, names, must=[gold], k=k or shortlist.k)
+    if not k:
+        return names
+    others = [name for name in names if name != gold]
+    offered = rng.sample(others, min(len(others), k - 1)) + [gold]
+    rng.shuffle(offered)
+    return offered
 
 
 @dataclass
@@ -228,6 +241,7 @@ class DatasetReport:
 
 def build_dataset(images: Path, teacher: Teacher, registry: ToolRegistry, out: Path, *, n: int, per_call: int = 20,
                   offer: int | tuple[int, int] = 0, seed: int = 0, augment_data: bool = True,
+                  shortlist: Shortlist | None = None,
                   on_progress: Callable[[int, int], None] | None = None) -> DatasetReport:
     """Generate (resumably, into `<out>.raw.jsonl`), filter, augment, and write the dataset to `out`."""
     from .augment import augment
@@ -238,7 +252,7 @@ def build_dataset(images: Path, teacher: Teacher, registry: ToolRegistry, out: P
     out = Path(out)
     raw_path = out.with_name(out.stem + ".raw.jsonl")
     generation = generate(images, teacher, registry, raw_path, n=n, per_call=per_call, offer=offer, seed=seed,
-                          on_progress=on_progress)
+                          shortlist=shortlist, on_progress=on_progress)
     raw = load_jsonl(raw_path).records
     kept, dropped = filter_records(raw, registry)
     records = augment(kept, negative=0.25, followup=0.1, chain=0.2, tools=registry.tools, seed=seed) if augment_data \

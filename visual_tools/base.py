@@ -15,8 +15,8 @@ from PIL import Image
 
 from .checkpoints import hub_availability
 
-InputType = Literal["image_path", "text", "number"]
-INPUT_TYPES = ("image_path", "text", "number")
+InputType = Literal["image_path", "text", "number", "box"]
+INPUT_TYPES = ("image_path", "text", "number", "box")  # a box: `[x1, y1, x2, y2]`, in pixels or fractions
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ class Tool:
     def function_doc(self) -> dict[str, Any]:
         """The tool as a function-calling schema (BFCL's JSON form: parameters of type "dict")."""
         about = {"image_path": "the file name of an image, e.g. image/1a2b3c4d.png", "text": "text",
-                 "number": "a number"}
+                 "number": "a number", "box": "four numbers [x1, y1, x2, y2]"}
         return {"name": self.name, "description": self.description,
                 "parameters": {"type": "dict", "required": [i.name for i in self.inputs],
                                "properties": {i.name: {"type": "string", "description": about[i.type]}

@@ -49,14 +49,16 @@ class SelfRefine:
         self.name = inner.name if mode == "none" else f"{inner.name} + {mode} self-refine"
         self.rounds_log: list[int] = []
 
-    def answer(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256) -> tuple[str, int]:
-        """(the final answer, how many refine rounds it took)."""
-        first = self.inner.generate(prompt, stop=stop, max_new_tokens=max_new_tokens)[0]
+    def answer(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
+               grammar=None) -> tuple[str, int]:
+        """(the final answer, how many refine rounds it took); every round under `grammar`, where there is one."""
+        first = self.inner.generate(prompt, stop=stop, max_new_tokens=max_new_tokens, grammar=grammar)[0]
         if self.mode == "none":
             return first, 0
         current, used = first, 0
         for used in range(1, self.rounds + 1):
-            refined = self.inner.generate(refine_prompt(prompt, current), stop=stop, max_new_tokens=max_new_tokens)[0]
+            refined = self.inner.generate(refine_prompt(prompt, current), stop=stop, max_new_tokens=max_new_tokens,
+                                          grammar=grammar)[0]
             done = self.mode == "adaptive" and same_answer(current, refined, self.style, self.tools)
             current = refined
             if done:
@@ -64,17 +66,17 @@ class SelfRefine:
         return current, used
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-                 temperature: float = 0.0, n: int = 1) -> list[str]:
+                 temperature: float = 0.0, n: int = 1, grammar=None) -> list[str]:
         out = []
         for _ in range(n):
-            text, used = self.answer(prompt, stop=stop, max_new_tokens=max_new_tokens)
+            text, used = self.answer(prompt, stop=stop, max_new_tokens=max_new_tokens, grammar=grammar)
             self.rounds_log.append(used)
             out.append(text)
         return out
 
     def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
-               temperature: float = 0.0) -> Iterator[str]:
-        yield from self.generate(prompt, stop=stop, max_new_tokens=max_new_tokens)  # refined first, then shown
+               temperature: float = 0.0, grammar=None) -> Iterator[str]:
+        yield from self.generate(prompt, stop=stop, max_new_tokens=max_new_tokens, grammar=grammar)  # refined first
 
     def logprobs(self, prompt: str, continuation: str) -> list[float]:
         return self.inner.logprobs(prompt, continuation)
