@@ -14,6 +14,7 @@ import gradio as gr  # noqa: E402
 from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
+from agent.shortlist import DEFAULT_K  # noqa: E402
 from training.review_store import ReviewStore  # noqa: E402
 from training.toolace_r.refine import SelfRefine  # noqa: E402
 from training.toolformer.decode import answer  # noqa: E402
@@ -47,6 +48,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help='tools and devices, e.g. "ImageCaptioning_cuda:0,Image2Canny_cpu" '
                              "(default: every tool, on cuda:0 if present else cpu)")
     parser.add_argument("--max-steps", type=int, default=5, help="tool steps per turn (default 5)")
+    parser.add_argument("--shortlist", type=int, default=DEFAULT_K, metavar="K",
+                        help=f"offer each turn the K likeliest tools (default {DEFAULT_K}); 0: every available tool "
+                             "(GPT4Tools' released LoRA and hub models may want that)")
+    parser.add_argument("--no-grammar", action="store_true",
+                        help="decode replies unconstrained (the Chat has a switch too)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                         help="address to listen on (0.0.0.0 for a LAN; Spaces set GRADIO_SERVER_NAME)")
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)))
@@ -69,7 +75,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: int = 5,
               review_store: ReviewStore | None = None, *, demo: bool = False,
-              tool_timeout: float | None = None) -> gr.Blocks:
+              tool_timeout: float | None = None, shortlist: int = DEFAULT_K, grammar: bool = True) -> gr.Blocks:
     """The whole app; each package builds its own tab. `demo`: a shared Space (no training or evaluation, small
     generation, the default controller only)."""
     review_store = review_store or ReviewStore.default()
@@ -80,7 +86,8 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
             with gr.Tab("Chat", id="chat"):
                 refine = partial(SelfRefine, mode="adaptive", tools=registry.tools)
                 chat = build_chat_tab(ChatServices(registry, controllers, max_steps, tool_timeout, demo,
-                                                   toolformer=answer, refine=refine))
+                                                   toolformer=answer, refine=refine, shortlist_k=shortlist,
+                                                   grammar=grammar))
             with gr.Tab("Tools"):
                 build_tools_tab(registry, tool_timeout)
             with gr.Tab("Data"):
@@ -151,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"error: {exc}") from None
     SWEEPER.max_age_s, SWEEPER.max_bytes = args.session_max_age * 3600, int(args.sessions_max_mb * 1024**2)
     upload_mb = args.max_upload_mb if args.max_upload_mb is not None else DEMO_UPLOAD_MB if args.demo else None
-    app = build_app(registry, pool, args.max_steps, demo=args.demo, tool_timeout=args.tool_timeout)
+    app = build_app(registry, pool, args.max_steps, demo=args.demo, tool_timeout=args.tool_timeout,
+                    shortlist=args.shortlist, grammar=not args.no_grammar)
     app.queue(default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share,
         allowed_paths=[str(data_home() / "sessions")], theme=gr.themes.Soft(), head=HOTKEYS, auth=auth,

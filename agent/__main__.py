@@ -11,6 +11,7 @@ from .controller import ControllerError, load_controller
 from .events import DraftEvent
 from .loop import Agent
 from .session import ChatSession
+from .shortlist import DEFAULT_K, load_shortlist, retriever_folder
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--adapter", default=None, help="a peft LoRA adapter folder")
     chat.add_argument("--load", default=None, help='tools and devices, e.g. "Image2Canny_cpu"')
     chat.add_argument("--max-steps", type=int, default=5)
+    chat.add_argument("--shortlist", type=int, default=DEFAULT_K, metavar="K",
+                      help=f"offer the K likeliest tools (default {DEFAULT_K}); 0: every available tool")
+    chat.add_argument("--no-grammar", action="store_true", help="decode the replies unconstrained")
     args = parser.parse_args(argv)
 
     try:
@@ -52,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     except ImageInputError as exc:
         print(json.dumps({"type": "ErrorEvent", "message": str(exc)}))
         return 1
-    for event in session.send(Agent(controller, registry, max_steps=args.max_steps), args.message):
+    shortlist, note = load_shortlist(args.shortlist, retriever_folder(args.adapter), registry.all())
+    if note:
+        print(json.dumps({"type": "NoteEvent", "message": note}), flush=True)
+    agent = Agent(controller, registry, max_steps=args.max_steps, shortlist=shortlist, grammar=not args.no_grammar)
+    for event in session.send(agent, args.message):
         if not isinstance(event, DraftEvent):
             print(json.dumps(event.to_dict()), flush=True)
     return 0

@@ -1,6 +1,7 @@
 """The Chat tab: multimodal input, every Thought / Action / Observation as a collapsible message."""
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -13,12 +14,13 @@ from visual_tools import TEXT_TOOL_CLASSES, ImageInputError, ImageStore, ToolReg
 from visual_tools.zerogpu import on_gpu
 
 from .controller import ControllerError
-from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, ThoughtEvent,
+from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, OfferEvent, ThoughtEvent,
                      ToolCallEvent)
 from .loop import Agent
 from .pool import ControllerPool
 from .prompts import Turn
 from .session import ChatSession
+from .shortlist import DEFAULT_K, Shortlist, load_shortlist, retriever_folder
 
 BACKENDS = [("Embedded (SmolLM2-135M, offline)", "embedded"),
             ("transformers: hub id or local folder", "transformers"),
@@ -53,6 +55,18 @@ class ChatServices:
     demo: bool = False
     toolformer: Callable[..., Any] | None = None
     refine: Callable[[Any], Any] | None = None
+    shortlist_k: int = DEFAULT_K
+    grammar: bool = True
+
+    def shortlist(self, adapter: str | None) -> tuple[Shortlist | None, str]:
+        """The shortlist for a controller with `adapter` (its own classifier, else the shipped one), and a note
+        where the classifier was refused."""
+        return _shortlist(self.shortlist_k, retriever_folder(adapter), tuple(self.registry.all()))
+
+
+@functools.lru_cache(maxsize=8)
+def _shortlist(k: int, folder: Path, tools: tuple) -> tuple[Shortlist | None, str]:
+    return load_shortlist(k, folder, tools)
 
 
 @dataclass
@@ -65,6 +79,7 @@ class ChatState:
     controller: tuple[str, str | None] | None = None
     mode: str = "agent"
     refine: bool = False
+    grammar: bool = True
 
 
 def _image_message(store: ImageStore, name: str, role: str = "assistant") -> gr.ChatMessage:
@@ -78,7 +93,11 @@ def _drop_draft(messages: list[gr.ChatMessage], step: int) -> None:
 
 def render_event(messages: list[gr.ChatMessage], event: Event, store: ImageStore) -> None:
     """Apply one agent event to the Chatbot's messages (a pure function of its inputs)."""
-    if isinstance(event, DraftEvent):
+    if isinstance(event, OfferEvent):
+        grammar = "replies constrained by the grammar of these tools" if event.grammar else "replies unconstrained"
+        messages.append(gr.ChatMessage(content=", ".join(event.tools) or "(none)", metadata={
+            "title": f"🧰 {len(event.tools)} of {event.available} tools offered; {grammar}", "status": "done"}))
+    elif isinstance(event, DraftEvent):
         _drop_draft(messages, event.step)
         messages.append(gr.ChatMessage(content=event.text or "…", metadata={
             "title": f"🤔 Step {event.step + 1}: thinking…", "status": "pending", "id": f"draft-{event.step}"}))
@@ -135,15 +154,20 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                             info="Toolformer: a text question, answered with Calculator / Calendar / WikiSearch / "
                                  "QA / MT calls when `[` is among the 10 likeliest tokens (load a Toolformer adapter "
                                  "from the Train tab for it to call)")
+            grammar = gr.Checkbox(services.grammar, label="Grammar-constrained replies",
+                                  info="each step can only name an offered tool, with arguments that fit it and images "
+                                       "that exist in this chat")
             refine = gr.Checkbox(False, label="Adaptive self-refine (ToolACE-R)", visible=services.refine is not None,
                                  info="each step is answered, then refined until two answers call the same tool "
                                       "with the same inputs (at most 5 rounds)")
-            tools = gr.Markdown("**Tools offered:** " + ", ".join(t.name for t in services.registry.available()))
+            offered = (f"the {services.shortlist_k} likeliest for each message, of: " if services.shortlist_k else "")
+            names = ", ".join(t.name for t in services.registry.available())
+            tools = gr.Markdown(f"**Tools offered:** {offered}{names}")
 
     def add_message(value: dict | None, st: ChatState | None):
-        st = st or ChatState()
+        st = st or ChatState(grammar=services.grammar)
         if st.messages and not st.session.store.root.is_dir():  # swept while idle (--session-max-age / -mb)
-            st = ChatState(controller=st.controller, mode=st.mode, refine=st.refine)
+            st = ChatState(controller=st.controller, mode=st.mode, refine=st.refine, grammar=st.grammar)
             st.messages.append(gr.ChatMessage(content="⚠️ This conversation's images were cleaned up while it was "
                                                       "idle, so it starts afresh: upload your image again."))
         value = value or {}
@@ -192,7 +216,11 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
             return
         if st.refine and services.refine is not None:
             controller = services.refine(controller)
-        agent = Agent(controller, services.registry, max_steps=services.max_steps, tool_timeout=services.tool_timeout)
+        shortlist, note = services.shortlist(st.controller[1] if st.controller else services.controllers.default[1])
+        if note:
+            st.messages.append(gr.ChatMessage(content=note, metadata={"title": "⚠️ shortlist", "status": "done"}))
+        agent = Agent(controller, services.registry, max_steps=services.max_steps, tool_timeout=services.tool_timeout,
+                      shortlist=shortlist, grammar=st.grammar)
         shown = 0.0
         for event in st.session.send(agent, text):
             render_event(st.messages, event, st.session.store)
@@ -200,6 +228,10 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                 continue  # every yield sends the whole conversation: a fast model's drafts are batched
             shown = time.monotonic()
             yield st.messages, st
+        if st.grammar and getattr(controller, "constrains", None) is False:
+            st.messages.append(gr.ChatMessage(content=f"{controller.name} does not take a grammar: its replies are "
+                                                      "unconstrained (the parser still reads them).",
+                                              metadata={"title": "⚠️ grammar", "status": "done"}))
         if getattr(controller, "rounds_log", None):
             st.messages.append(gr.ChatMessage(
                 content="refine rounds per step: " + ", ".join(map(str, controller.rounds_log)),
@@ -230,12 +262,17 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         yield st.messages, st
 
     def set_mode(value: str, st: ChatState | None):
-        st = st or ChatState()
+        st = st or ChatState(grammar=services.grammar)
         st.mode = value if value in {v for _, v in MODES} else "agent"
         return st
 
+    def set_grammar(value: bool, st: ChatState | None):
+        st = st or ChatState(grammar=services.grammar)
+        st.grammar = bool(value)
+        return st
+
     def set_refine(value: bool, st: ChatState | None):
-        st = st or ChatState()
+        st = st or ChatState(grammar=services.grammar)
         st.refine = bool(value)
         return st
 
@@ -248,11 +285,11 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
     def clear_all(st: ChatState | None):
         if st:
             st.session.store.delete()
-        fresh = ChatState(controller=st.controller if st else None)
+        fresh = ChatState(controller=st.controller if st else None, grammar=st.grammar if st else services.grammar)
         return fresh.messages, fresh
 
     def load_controller(kind: str, where: str, lora: str, st: ChatState | None, progress=gr.Progress()):
-        st = st or ChatState()
+        st = st or ChatState(grammar=services.grammar)
         if services.demo:
             return "⚠️ This shared demo runs its own controller only; run Toolsmith locally to load another.", st
         where, lora = where.strip(), lora.strip() or None
@@ -272,6 +309,7 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         lambda: gr.MultimodalTextbox(interactive=True), None, box, api_visibility="private")
     mode.change(set_mode, [mode, state], state, api_name="set_mode")
     refine.change(set_refine, [refine, state], state, api_name="set_refine")
+    grammar.change(set_grammar, [grammar, state], state, api_name="set_grammar")
     undo.click(undo_turn, state, [chatbot, state], api_name="undo")
     clear.click(clear_all, state, [chatbot, state], api_name="clear")
     load.click(load_controller, [backend, location, adapter, state], [status, state], api_name="load_controller",

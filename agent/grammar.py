@@ -8,7 +8,7 @@ Each engine applies the text by its own mechanism (llama.cpp's GBNF, llguidance 
 `structured_outputs`); the parser still reads anything, for engines that cannot constrain.
 
 GBNF is written by hand here because no library builds it from our tool schemas; every string is escaped, so no
-file name or tool name can make a grammar llama.cpp fails to parse.
+file name or tool name can make a grammar llama.cpp or llguidance fails to parse (tested with odd names).
 """
 from __future__ import annotations
 
@@ -59,20 +59,18 @@ class Grammar:
 
 
 def literal(text: str) -> str:
-    """`text` as a GBNF string literal: quotes, backslashes, control and non-ASCII characters escaped."""
+    """`text` as a GBNF string literal: quotes, backslashes and control characters escaped; other characters as
+    UTF-8 (both parsers read it; llguidance's GBNF reader mangles `\\u` escapes)."""
     out = []
     for char in text:
-        code = ord(char)
         if char in '"\\':
             out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif 32 <= code < 127:
-            out.append(char)
-        elif code <= 0xFFFF:
-            out.append(f"\\u{code:04X}")
+        elif char in "\n\t\r":
+            out.append({"\n": "\\n", "\t": "\\t", "\r": "\\r"}[char])
+        elif ord(char) < 32 or ord(char) == 127:
+            out.append(f"\\x{ord(char):02X}")
         else:
-            out.append(f"\\U{code:08X}")
+            out.append(char)
     return '"' + "".join(out) + '"'
 
 

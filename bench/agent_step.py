@@ -5,6 +5,9 @@ Each engine runs in processes of its own (peak RSS is per process): a first star
 (conversions included), a later start, then the measures: decode tokens/s, time to first token with 3 and 30
 earlier turns in the prompt (the previous turn's prompt cached, as in a chat in progress), a 3-step episode
 of fixed 32-token steps, and a real chat turn through the agent loop (upload, Edge Detection, answer).
+Then, on llama.cpp, the shortlist and the grammar: decode tokens/s of agent steps with and without the grammar,
+and a chat turn (the second of a conversation, the first one's prompt cached) with the app's 11 tools or all 36
+offered, each with the grammar and the shortlist off and on.
 Run: python bench/agent_step.py [--repeats 2]
 """
 from __future__ import annotations
@@ -94,6 +97,56 @@ def measure(engine: str, repeats: int) -> dict:
     return out
 
 
+STEP_REQUESTS = ["can you outline the cat for me? just the edges", "crop to pixels 10,20 to 200,180",
+                 "hi there, how are you?", "what is 12 times 7?", "find the faces in this photo", "thanks, that's all"]
+
+
+def measure_constraints(repeats: int) -> dict:
+    """Grammar and shortlist on the default engine (see the module's docstring)."""
+    from agent.embedded import load_embedded
+    from agent.grammar import build_grammar
+    from agent.loop import Agent
+    from agent.prompts import STOP, image_turn, render_prompt
+    from agent.session import ChatSession
+    from agent.shortlist import SHIPPED_RETRIEVER, load_shortlist
+    from visual_tools import ToolRegistry
+    controller = load_embedded()
+    registry = ToolRegistry.from_load(None)
+    available = registry.available()
+    out: dict = {"name": controller.name}
+    history = [image_turn("image/1a2b3c4d.png", "a cat on a table")]
+    for grammar in (False, True):
+        made = seconds = 0.0
+        for _ in range(repeats):
+            for request in STEP_REQUESTS:
+                prompt = render_prompt(available, history, request)
+                controller.generate(prompt, max_new_tokens=1)  # the prompt is cached: decoding alone is timed
+                constraint = build_grammar(available, ["image/1a2b3c4d.png"]) if grammar else None
+                began = time.perf_counter()
+                text = controller.generate(prompt, stop=STOP, max_new_tokens=64, grammar=constraint)[0]
+                seconds += time.perf_counter() - began
+                made += tokens(controller, text)
+        out[f"step decode tokens/s, grammar {'on' if grammar else 'off'}"] = made / seconds
+    everything = ToolRegistry.from_load(None)
+    everything.available = everything.all  # as on a machine with every checkpoint: all 36 offered
+    for label, tools in (("11 tools", registry), ("all 36", everything)):
+        for on in (False, True):
+            shortlist = load_shortlist(5 if on else 0, SHIPPED_RETRIEVER, tools.all())[0]
+            times = []
+            for _ in range(repeats):
+                session = ChatSession()
+                session.add_image(ROOT / "assets" / "chelsea.png", tools)
+                agent = Agent(controller, tools, shortlist=shortlist, grammar=on)
+                list(session.send(agent, "Find the faces in this photo."))
+                began = time.perf_counter()
+                events = list(session.send(agent, "Detect the edges of this image."))
+                times.append(time.perf_counter() - began)
+                session.store.delete()
+            out[f"chat turn, {label}, shortlist + grammar {'on' if on else 'off'} (s)"] = statistics.median(times)
+            out[f"… ends with ({label}, {'on' if on else 'off'})"] = type(events[-1]).__name__
+    return out
+
+
 def start(engine: str) -> None:
     """A cold start: load the controller and write one token."""
     from agent.embedded import load_embedded
@@ -114,7 +167,8 @@ def child(engine: str, task: str, home: str, repeats: int) -> tuple[float, dict]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--worker", choices=["start", "measure"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["start", "measure", "constraints"], help=argparse.SUPPRESS)
+    parser.add_argument("--only-constraints", action="store_true", help="only the grammar and shortlist table")
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker == "start":
@@ -123,17 +177,37 @@ def main() -> None:
     if args.worker == "measure":
         print(json.dumps(measure(args.engine, args.repeats)))
         return
+    if args.worker == "constraints":
+        print(json.dumps(measure_constraints(args.repeats)))
+        return
+    if not args.only_constraints:
+        engines(args.repeats)
+    with tempfile.TemporaryDirectory() as home:
+        child("llama.cpp", "start", home, args.repeats)
+        _, out = child("llama.cpp", "constraints", home, args.repeats)
+    off, on = out["step decode tokens/s, grammar off"], out["step decode tokens/s, grammar on"]
+    today = out["chat turn, 11 tools, shortlist + grammar off (s)"]
+    print(f"\n{out['name']}: grammar and shortlist, median of {args.repeats} runs\n\n| measure | value | vs baseline |"
+          "\n|---|---|---|")
+    print(f"| step decode tokens/s, grammar off | {off:.1f} | baseline |")
+    print(f"| step decode tokens/s, grammar on | {on:.1f} | **{on / off:.0%}** of off (target >= 85 %) |")
+    for key, value in out.items():
+        if key.startswith("chat turn"):
+            print(f"| {key} | {value:.2f} | **{today / value:.2f}x** the speed of 11 tools, both off (today) |")
+    print("| turns end with | " + ", ".join(sorted({v for k, v in out.items() if k.startswith("…")})) + " | |")
 
+
+def engines(repeats: int) -> None:
     results = {}
     for engine in ENGINES:
         with tempfile.TemporaryDirectory() as home:  # an empty data folder: the first start converts
-            first, _ = child(engine, "start", home, args.repeats)
-            later, _ = child(engine, "start", home, args.repeats)
-            _, measured = child(engine, "measure", home, args.repeats)
+            first, _ = child(engine, "start", home, repeats)
+            later, _ = child(engine, "start", home, repeats)
+            _, measured = child(engine, "measure", home, repeats)
         results[engine] = {"first start (s)": first, "later start (s)": later, **measured}
         print(f"{engine}: {results[engine]['name']}", flush=True)
     base, fast = results["transformers"], results["llama.cpp"]
-    print(f"\nembedded controller, 2 engines; median of {args.repeats} runs (decode: best); starts are whole processes"
+    print(f"\nembedded controller, 2 engines; median of {repeats} runs (decode: best); starts are whole processes"
           "\n\n| measure | transformers fp32 + prefix cache | llama.cpp | llama.cpp faster / smaller |"
           "\n|---|---|---|---|")
     for key, value in base.items():

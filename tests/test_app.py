@@ -20,10 +20,13 @@ def policy(prompt: str) -> str:
     return f"Thought: Do I need to use a tool? Yes\nAction: Edge Detection On Image\nAction Input: {last_image(prompt)}"
 
 
+SCRIPTED = ScriptedController([policy])
+
+
 @pytest.fixture(scope="module")
 def app_url():
     pool = ControllerPool(default=("scripted", None))
-    pool.add(pool.default, ScriptedController([policy]))
+    pool.add(pool.default, SCRIPTED)
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool)
     port = free_port()
     demo.queue().launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
@@ -42,6 +45,21 @@ def test_chat_turn_calls_canny_and_shows_steps_and_image(app_url, box_image):
     shown = [f["alt_text"] for f in files(messages)]
     assert len(shown) == 2 and "_edge_" in shown[1]  # the upload, then the edge map inline
     assert messages[-1]["content"][0]["text"] == f"The edges are in {shown[1]}"
+
+
+def test_each_turn_shows_the_tools_offered_and_decodes_under_their_grammar_unless_switched_off(app_url, box_image):
+    client = Client(app_url, verbose=False)
+    messages = chat(client, "detect the edges of this image", box_image)
+    offered = [m for m in messages if "tools offered" in (m.get("metadata") or {}).get("title", "")]
+    assert offered[0]["metadata"]["title"] == "🧰 1 of 1 tools offered; replies constrained by the grammar of these tools"
+    assert texts(offered) == "Edge Detection On Image"
+    upload = files(messages)[0]["alt_text"]
+    assert all(upload in g.gbnf and "Edge Detection On Image" in g.gbnf for g in SCRIPTED.grammars[-2:])
+    client.predict(False, api_name="/set_grammar")
+    messages = chat(client, "again, please")
+    assert "replies unconstrained" in [m for m in messages if "tools offered" in (m.get("metadata") or {}).get(
+        "title", "")][-1]["metadata"]["title"]
+    assert SCRIPTED.grammars[-1] is None and "_edge_" in files(messages)[-1]["alt_text"]
 
 
 def test_sessions_are_isolated_under_concurrency(app_url, box_image):

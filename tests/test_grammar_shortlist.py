@@ -1,0 +1,125 @@
+"""Replies that cannot go wrong in form: every grammar the app builds parses on llama.cpp and llguidance, each engine
+decodes under it, and the shortlist offers each turn the likeliest tools (or says why it ranks by BM25)."""
+import json
+import re
+import shutil
+
+import llguidance
+import pytest
+
+from agent.embedded import load_embedded
+from agent.grammar import FREE_AFTER, Grammar, build_grammar
+from agent.hf_controller import TransformersController
+from agent.llama_cpp_controller import compile_gbnf
+from agent.parsing import Final, parse_step
+from agent.prompts import STOP, Turn, image_turn, render_prompt
+from agent.retriever import BM25Retriever, ClassifierRetriever
+from agent.shortlist import SHIPPED_RETRIEVER, Shortlist, load_shortlist
+from visual_tools import ToolRegistry
+
+REGISTRY = ToolRegistry.from_load(None)
+ODD = ["image/1a2b3c4d.png", 'image/we"ird \\ name.png', "image/фото 写真 🐱.png", "image/tab\there.png"]
+TOOL_SETS = {"one": REGISTRY.all()[:1], "available": REGISTRY.available(), "all 36": REGISTRY.all()}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    return load_embedded()
+
+
+@pytest.mark.parametrize("tools", TOOL_SETS.values(), ids=TOOL_SETS.keys())
+@pytest.mark.parametrize("images", [[], ODD[:1], ODD], ids=["no image", "one image", "odd names"])
+def test_every_grammar_the_app_can_build_parses(engine, tools, images):
+    grammar = build_grammar(tools, images)
+    for text in (grammar.gbnf, grammar.whole):
+        assert compile_gbnf(engine.llm, text) is not None
+        assert llguidance.LLMatcher.validate_grammar(llguidance.grammar_from("gbnf", text)) == ""
+
+
+def test_without_images_no_tool_that_needs_one_can_be_called():
+    grammar = build_grammar(REGISTRY.available(), [])
+    assert "Edge Detection On Image" not in grammar.gbnf and '"Calculator\\nAction Input: "' in grammar.gbnf
+    only_images = build_grammar(REGISTRY.all()[:1], [])  # the captioning tool alone: answering is all that is left
+    assert "call" not in only_images.gbnf and FREE_AFTER.replace("\n", "\\n") in only_images.gbnf
+
+
+def test_a_grammar_llama_cpp_cannot_parse_runs_unconstrained_instead_of_crashing(engine, caplog):
+    assert compile_gbnf(engine.llm, "root ::= undefined") is None
+    reply = engine.generate("Say hi.", max_new_tokens=4, grammar=Grammar("root ::= undefined"))
+    assert isinstance(reply[0], str) and "cannot parse the step grammar" in caplog.text
+
+
+def test_llama_cpp_can_only_call_an_offered_tool_with_a_box_and_an_existing_image(engine):
+    crop = [REGISTRY.tools["Crop Image"]]
+    prompt = render_prompt(crop, [image_turn("image/1a2b3c4d.png", None)], "Detect the edges of this image.")
+    reply = engine.generate(prompt, stop=STOP, max_new_tokens=60, grammar=build_grammar(crop, ["image/1a2b3c4d.png"]))
+    parsed = parse_step(reply[0])
+    assert isinstance(parsed, Final) or (
+        parsed.tool == "Crop Image" and re.fullmatch(r"image/1a2b3c4d\.png, \[ ?[\d.-]+(, ?[\d.-]+){3} ?\]",
+                                                     parsed.tool_input))
+    streamed = "".join(engine.stream(prompt, stop=STOP, max_new_tokens=60,
+                                     grammar=build_grammar(crop, ["image/1a2b3c4d.png"])))
+    assert streamed == reply[0]
+
+
+def test_llama_cpp_answers_run_on_past_the_grammar(engine):
+    prompt = render_prompt([], [], "hello! how are you today?")
+    reply = engine.generate(prompt, stop=STOP, max_new_tokens=40, grammar=build_grammar([], []))[0]
+    assert reply.startswith("Thought: Do I need to use a tool? No\nAI:") and len(reply) > len(
+        "Thought: Do I need to use a tool? No\nAI:") + 2
+
+
+def test_a_tiny_transformers_model_decodes_under_the_grammar(tiny_llama):
+    controller = TransformersController.from_pretrained(str(tiny_llama))
+    tools = [REGISTRY.tools["Edge Detection On Image"], REGISTRY.tools["Crop Image"]]
+    prompt = render_prompt(tools, [image_turn("image/1a2b3c4d.png", None)], "Detect the edges of this image.")
+    grammar = build_grammar(tools, ["image/1a2b3c4d.png"])
+    free = controller.generate(prompt, max_new_tokens=30)[0]
+    assert not free.startswith("Thought: Do I need to use a tool?")  # random weights: anything at all
+    for _ in range(3):
+        reply = controller.generate(prompt, max_new_tokens=150, temperature=1.0, grammar=grammar)[0]
+        assert re.match(r"Thought: Do I need to use a tool\? (Yes\nAction: (Edge Detection On Image\nAction Input: "
+                        r"image/1a2b3c4d\.png\n|Crop Image\nAction Input: image/1a2b3c4d\.png, \[ ?-?\d+(\.\d+)?"
+                        r"(, ?-?\d+(\.\d+)?){3} ?\]\n)$|No\nAI:)", reply), reply
+    assert "".join(controller.stream(prompt, max_new_tokens=150, grammar=grammar)) == controller.generate(
+        prompt, max_new_tokens=150, grammar=grammar)[0]
+
+
+# --- the shortlist ---------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shortlist():
+    return Shortlist(ClassifierRetriever.load(SHIPPED_RETRIEVER, list(REGISTRY.tools)))
+
+
+def test_the_shortlist_offers_the_tools_a_request_needs(shortlist):
+    names = list(REGISTRY.tools)
+    assert "Edge Detection On Image" in shortlist.names("can you outline the cat? only the outlines", names)
+    both = shortlist.names("make it bigger first and then find the faces", names)
+    assert {"Super Resolution On Image", "Face Detection On Image"} <= set(both) and len(both) == 5
+    assert both == [n for n in names if n in both]  # in the registry's order, as training renders them
+
+
+def test_a_follow_up_keeps_the_previous_request_in_view(shortlist):
+    history = [image_turn("image/1a2b3c4d.png", None), Turn("read the text on this sign", "It says STOP.")]
+    assert "Text Detection On Image" in shortlist.names("and again on the other one", list(REGISTRY.tools),
+                                                        history, k=3)
+
+
+def test_a_greeting_still_gets_k_tools_and_k_larger_than_the_tools_offers_them_all(shortlist):
+    tools = REGISTRY.available()
+    assert len(shortlist.pick("hi there!", [], tools)) == 5
+    assert Shortlist(shortlist.retriever, k=99).pick("hi there!", [], tools) == tools
+    assert load_shortlist(0, SHIPPED_RETRIEVER, tools) == (None, "")  # --shortlist 0: every tool, as today
+
+
+def test_a_classifier_for_another_tool_set_or_none_is_refused_with_its_path(tmp_path, shortlist):
+    other = tmp_path / "retriever"
+    shutil.copytree(SHIPPED_RETRIEVER, other)
+    config = json.loads((other / "retriever.json").read_text())
+    config["classes"].remove("Crop Image")
+    (other / "retriever.json").write_text(json.dumps(config))
+    chosen, note = load_shortlist(5, other, REGISTRY.all())
+    assert isinstance(chosen.retriever, BM25Retriever) and str(other) in note and "Crop Image" in note
+    chosen, note = load_shortlist(5, tmp_path / "missing", REGISTRY.all())
+    assert isinstance(chosen.retriever, BM25Retriever) and str(tmp_path / "missing") in note
+    assert "Edge Detection On Image" in chosen.names("detect the edges", list(REGISTRY.tools))
