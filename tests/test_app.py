@@ -51,7 +51,8 @@ def test_each_turn_shows_the_tools_offered_and_decodes_under_their_grammar_unles
     client = Client(app_url, verbose=False)
     messages = chat(client, "detect the edges of this image", box_image)
     offered = [m for m in messages if "tools offered" in (m.get("metadata") or {}).get("title", "")]
-    assert offered[0]["metadata"]["title"] == "🧰 1 of 1 tools offered; replies constrained by the grammar of these tools"
+    title = offered[0]["metadata"]["title"]
+    assert title == "🧰 1 of 1 tools offered; replies constrained by the grammar of these tools"
     assert texts(offered) == "Edge Detection On Image"
     upload = files(messages)[0]["alt_text"]
     assert all(upload in g.gbnf and "Edge Detection On Image" in g.gbnf for g in SCRIPTED.grammars[-2:])

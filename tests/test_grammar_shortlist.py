@@ -123,3 +123,24 @@ def test_a_classifier_for_another_tool_set_or_none_is_refused_with_its_path(tmp_
     chosen, note = load_shortlist(5, tmp_path / "missing", REGISTRY.all())
     assert isinstance(chosen.retriever, BM25Retriever) and str(tmp_path / "missing") in note
     assert "Edge Detection On Image" in chosen.names("detect the edges", list(REGISTRY.tools))
+
+
+def test_an_image_deleted_mid_turn_leaves_the_next_steps_grammar(box_image):
+    from agent.loop import Agent
+    from agent.session import ChatSession
+    from scripted import ScriptedController
+    from visual_tools.canny import Image2Canny
+
+    session, registry = ChatSession(), ToolRegistry([Image2Canny()])
+    name = session.add_image(box_image, registry)
+
+    def delete_then_call(prompt: str) -> str:
+        session.store.resolve(name).unlink()
+        return f"Thought: Do I need to use a tool? Yes\nAction: Edge Detection On Image\nAction Input: {name}"
+
+    controller = ScriptedController([delete_then_call, "Thought: Do I need to use a tool? No\nAI: it is gone"])
+    events = list(session.send(Agent(controller, registry), "detect the edges"))
+    assert "no image named" in next(e.text for e in events if type(e).__name__ == "ObservationEvent")
+    first, second = controller.grammars[:2]
+    assert name in first.gbnf and "Edge Detection On Image" in first.gbnf
+    assert name not in second.gbnf and "Edge Detection On Image" not in second.gbnf  # no image left to call it on

@@ -71,11 +71,16 @@ def test_train_then_evaluate_the_adapter(app, tiny_llama, tmp_path):
                                  "tools": ["Edge Detection On Image"],
                                  "gold": [{"tool": "Edge Detection On Image", "args": ["cat.png"]}]}) + "\n")
     table, chart, predictions, files = client.predict(str(cases), None, str(tiny_llama), adapter, "", 0, False,
-                                                      api_name="/evaluate")
+                                                      True, 0, api_name="/evaluate")
     assert "| overall | 1 |" in table and "tiny-ui/adapter" in table
+    assert (Path(adapter) / "retriever" / "retriever.json").is_file()  # the run's shortlist classifier, beside it
+    table, *_ = client.predict(str(cases), None, str(tiny_llama), adapter, "", 0, False, False, 3,
+                               api_name="/evaluate")  # unconstrained, 3 tools shortlisted by the run's classifier
+    assert "| overall | 1 |" in table
     assert predictions["data"][0][0] == "c" and len(files) == 3
     with pytest.raises(Exception, match="no such file"):
-        client.predict(str(tmp_path / "missing.jsonl"), None, "embedded", "", "", 0, False, api_name="/evaluate")
+        client.predict(str(tmp_path / "missing.jsonl"), None, "embedded", "", "", 0, False, True, 0,
+                       api_name="/evaluate")
 
 
 def test_stop_saves_the_adapter(app, tiny_llama):

@@ -158,8 +158,7 @@ def cmd_train(args: argparse.Namespace) -> None:
         adapter = train(config)
     except TrainingError as exc:
         raise SystemExit(f"error: {exc}") from None
-    print(f"adapter saved to {adapter}")
-    _fit_retriever(args.data, Path(adapter) / RETRIEVER_DIR)
+    print(f"adapter saved to {adapter}, its shortlist classifier in {Path(adapter) / RETRIEVER_DIR}")
 
 
 def _fit_retriever(data: str, out: Path) -> None:

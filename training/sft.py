@@ -203,16 +203,25 @@ def train(config: TrainConfig) -> Path:
     """Train a LoRA adapter on records; returns its folder (`<out>/adapter`), with `toolsmith.json` beside it."""
     records, digest = load_records(config.data)
     tokenizer, chat_format = load_tokenizer(config)
-    rows, dropped = build_examples(records, tokenizer, chat_format, config.cutoff, ToolRegistry.from_load())
+    registry = ToolRegistry.from_load()
+    rows, dropped = build_examples(records, tokenizer, chat_format, config.cutoff, registry)
     if not rows:
         reasons = ", ".join(f"{k}: {v}" for k, v in dropped.items()) or "the file holds no records"
         raise TrainingError(f"no valid training examples in {config.data} ({len(records)} records; {reasons})")
+
+    def shortlist_classifier(adapter: Path) -> None:  # the shortlist this adapter's prompts are offered by
+        from agent.shortlist import RETRIEVER_DIR
+        from .retriever import train_retriever
+        train_retriever(records, registry, adapter / RETRIEVER_DIR, data=config.data)
+
     return fit(config, tokenizer, rows, {"chat_format": chat_format, "data_sha256": digest, "records": len(records),
-                                         "dropped": dict(dropped)}, model_card)
+                                         "dropped": dict(dropped)}, model_card, shortlist_classifier)
 
 
-def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Callable[[dict], str]) -> Path:
-    """LoRA-tune the base on tokenized `rows`; save the adapter, `toolsmith.json` (`meta` + results) and `card`."""
+def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Callable[[dict], str],
+        beside: Callable[[Path], None] | None = None) -> Path:
+    """LoRA-tune the base on tokenized `rows`; save the adapter, `toolsmith.json` (`meta` + results), `card`, and
+    what `beside(adapter folder)` saves there, before the run is logged done."""
     from peft import LoraConfig, get_peft_model
 
     run_dir = Path(config.out)
@@ -254,6 +263,8 @@ def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Call
             "stopped_early": (run_dir / STOP_FILE).exists(), "config": asdict(config)}
     (adapter_dir / META_FILE).write_text(json.dumps(meta, indent=2))
     (adapter_dir / "README.md").write_text(card(meta))  # instead of peft's blank template
+    if beside is not None:
+        beside(adapter_dir)
     log.write(event="done", step=trainer.state.global_step, max_steps=trainer.state.max_steps,
               adapter=str(adapter_dir), train_loss=result.training_loss)
     return adapter_dir

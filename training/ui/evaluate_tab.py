@@ -11,10 +11,11 @@ import pandas as pd
 
 from agent.controller import ControllerError
 from agent.pool import ControllerPool
+from agent.shortlist import load_shortlist, retriever_folder
 from visual_tools import ToolRegistry
 from visual_tools.zerogpu import on_gpu
 
-from ..evaluate import METRICS, evaluate, load_cases, markdown, summary, write_report
+from ..evaluate import METRICS, evaluate, load_cases, markdown, shortlisted, summary, write_report
 from .train_tab import datasets_choices
 
 PREDICTION_COLUMNS = ["id", "tools", "unseen", *METRICS]
@@ -34,6 +35,9 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
             with gr.Row():
                 limit = gr.Number(20, label="Cases (0: all)", precision=0, minimum=0)
                 strict = gr.Checkbox(False, label="Image arguments must come from the gold image")
+            with gr.Row():
+                grammar = gr.Checkbox(True, label="Grammar-constrained replies (as the Chat decodes)")
+                shortlist = gr.Number(0, label="Shortlist K (0: each case's own tools)", precision=0, minimum=0)
             run = gr.Button("Evaluate", variant="primary")
         with gr.Column(scale=3):
             table = gr.Markdown()
@@ -43,7 +47,8 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
             files = gr.File(label="summary.csv, summary.md, predictions.jsonl", file_count="multiple",
                             interactive=False)
 
-    def on_run(data_, upload_, controller_, adapter_, unseen_, limit_, strict_, progress=gr.Progress(track_tqdm=True)):
+    def on_run(data_, upload_, controller_, adapter_, unseen_, limit_, strict_, grammar_, shortlist_,
+               progress=gr.Progress(track_tqdm=True)):
         source = upload_ or (data_ or "").strip()
         if not source:
             raise gr.Error("Choose or upload a case file.")
@@ -59,18 +64,22 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
         except ControllerError as exc:
             raise gr.Error(str(exc)) from None
         held_out = [n.strip() for n in (unseen_ or "").split(";") if n.strip()]
-        results = evaluate(model, cases, all_tools, unseen=held_out, strict_images=strict_)
+        chosen, note = load_shortlist(int(shortlist_ or 0), retriever_folder((adapter_ or "").strip() or None),
+                                      list(all_tools.values()))
+        cases = shortlisted(cases, chosen) if chosen else cases
+        results = evaluate(model, cases, all_tools, unseen=held_out, strict_images=strict_, grammar=bool(grammar_))
         rows = summary(results)
         out = write_report(results, Path(tempfile.mkdtemp(prefix="toolsmith-eval-")))
         chart_rows = [{"set": r["set"], "metric": m, "value": r[m]} for r in rows
                       if r["set"] in ("overall", "seen tools", "unseen tools") for m in METRICS]
-        notes = "".join(f"\n- {p}" for p in problems[:10])
+        notes = "".join(f"\n- {p}" for p in [*problems[:10], *([note] if note else [])])
         text = f"**{model.name}** on `{Path(source).name}`\n\n{markdown(rows)}" + notes
         table_rows = [[asdict(p)[c] for c in PREDICTION_COLUMNS] for p in results]
         return text, pd.DataFrame(chart_rows), table_rows, [str(p) for p in out.values()]
 
     run.click(on_gpu(on_run, duration=600),
-              [data, upload, controller, adapter, unseen, limit, strict], [table, chart, predictions, files],
+              [data, upload, controller, adapter, unseen, limit, strict, grammar, shortlist],
+              [table, chart, predictions, files],
               api_name="evaluate", concurrency_id="controller")
     with gr.Accordion("BFCL: function-calling AST accuracy, with and without self-refinement", open=False):
         build_bfcl_eval(controllers)
