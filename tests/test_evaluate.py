@@ -33,6 +33,19 @@ def test_tool_case_scores(pred, expected):
     assert (result.thought, result.action, round(result.args, 3), result.success) == pytest.approx(expected)
 
 
+def test_form_errors_name_what_no_grammar_would_let_through():
+    from training.evaluate import form_errors
+    images = ["image/abc.png"]
+    assert form_errors(VQA, TOOLS, images) == [] and form_errors(f"{NO}\nAI: hi", TOOLS, []) == []
+    assert form_errors(f"{YES}\nAction: Canny Edge Detection On Image\nAction Input: image/abc.png", TOOLS, images) \
+        == ["unknown tool 'Canny Edge Detection On Image'"]
+    assert form_errors(f"{YES}\nAction: Edge Detection On Image", TOOLS, images) == ["not in the format"]
+    assert form_errors(f"{YES}\nAction: Edge Detection On Image\nAction Input: image_path", TOOLS, images) \
+        == ["no image named 'image_path'"]
+    assert form_errors(VQA.replace("image/abc.png, ", ""), TOOLS, images) == [
+        "arguments that do not fit Answer Question About The Image"]
+
+
 def test_no_tool_case_scores():
     gold = f"{NO}\nAI: Paris"
     assert score(gold, f"{NO}\nAI: It is Paris.").success == 1.0

@@ -4,8 +4,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,10 @@ from tqdm.auto import tqdm
 
 from agent.controller import Controller, ControllerError
 from agent.grammar import build_grammar
-from agent.parsing import Final, ParseError, parse_step
+from agent.parsing import Final, ParseError, Step, parse_step
 from agent.prompts import STOP, ScratchStep, render_prompt
 from agent.shortlist import Shortlist
+from visual_tools import ToolInputError
 from visual_tools.image_store import IMAGE_NAME, output_name
 
 from .metrics import score
@@ -23,6 +25,7 @@ from .records import GoldStep, Record, Source, image_name_for, load_jsonl, place
 from .render import conversation, from_gpt4tools, render_trace, step_text
 
 METRICS = ("SR_t", "SR_act", "SR_args", "SR")
+FORM = "form errors"  # replies with a tool name that does not exist, no `Action Input`, or an image not in the case
 
 
 def case_to_record(case: Mapping[str, Any], tools: Mapping[str, Any]) -> Record:
@@ -104,6 +107,33 @@ class Prediction:
     SR_act: float
     SR_args: float
     SR: float
+    form: list[str] = field(default_factory=list)
+
+
+def form_errors(pred: str, tools: Mapping[str, Any], images: list[str]) -> list[str]:
+    """What is wrong in form with each step of a predicted trace: an unknown tool name, a step that does not parse
+    (e.g. `Action:` without `Action Input:`), an image argument naming a file the case does not have."""
+    known = {" ".join(name.split()).casefold(): tool for name, tool in tools.items()}
+    problems = []
+    for chunk in re.split(r"\nObservation:[^\n]*\n?", pred):
+        if not chunk.strip() or chunk.startswith("[controller error"):
+            continue
+        parsed = parse_step(chunk)
+        if isinstance(parsed, ParseError):
+            problems.append("not in the format")
+        elif isinstance(parsed, Step):
+            tool = known.get(" ".join(parsed.tool.split()).casefold())
+            if tool is None:
+                problems.append(f"unknown tool '{parsed.tool}'")
+                continue
+            try:
+                args = tool.parse_input(parsed.tool_input)
+            except ToolInputError:
+                problems.append(f"arguments that do not fit {tool.name}")
+                continue
+            problems += [f"no image named '{args[i.name]}'" for i in tool.inputs
+                         if i.type == "image_path" and args[i.name] not in images]
+    return problems
 
 
 def gold_text(record: Record) -> str:
@@ -153,9 +183,10 @@ def evaluate(controller: Controller, records: Iterable[Record], tools: Mapping[s
         pred = predict(controller, record, tools, max_steps=max_steps, grammar=grammar)
         result = score(gold, pred, strict_images)
         used = record.used_tools()[record.given_steps:] if record.steps else []
+        images = [record.image_name, *(s.observation for s in record.steps)] if record.image_name else []
         out.append(Prediction(record.id, ", ".join(dict.fromkeys(s.tool for s in record.steps[record.given_steps:]))
                               or "(no tool)", len(used), bool(unseen & set(used)), gold, pred, result.thought,
-                              result.action, result.args, result.success))
+                              result.action, result.args, result.success, form_errors(pred, tools, images)))
         if on_case:
             on_case(number, len(records))
     return out
@@ -174,19 +205,20 @@ def summary(predictions: list[Prediction]) -> list[dict[str, Any]]:
     for name, group in groups.items():
         if group:
             rows.append({"set": name, "cases": len(group),
-                         **{m: round(100 * sum(getattr(p, m) for p in group) / len(group), 1) for m in METRICS}})
+                         **{m: round(100 * sum(getattr(p, m) for p in group) / len(group), 1) for m in METRICS},
+                         FORM: sum(bool(p.form) for p in group)})
     return rows
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    head = "| set | cases | " + " | ".join(METRICS) + " |\n|---|---|" + "---|" * len(METRICS)
+    head = "| set | cases | " + " | ".join(METRICS) + f" | {FORM} |\n|---|---|" + "---|" * (len(METRICS) + 1)
     return head + "\n" + "\n".join(f"| {r['set']} | {r['cases']} | " + " | ".join(f"{r[m]:.1f}" for m in METRICS)
-                                   + " |" for r in rows)
+                                   + f" | {r.get(FORM, 0)} |" for r in rows)
 
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=["set", "cases", *METRICS])
+    writer = csv.DictWriter(buffer, fieldnames=["set", "cases", *METRICS, FORM])
     writer.writeheader()
     writer.writerows(rows)
     return buffer.getvalue()
