@@ -1,15 +1,15 @@
-"""The step grammar on transformers: llguidance's matcher as a `LogitsProcessor`.
+"""The step grammar as llguidance token masks: a `LogitsProcessor` for transformers, a logits processor for llama.cpp.
 
-llguidance rather than xgrammar: it reads our GBNF as it is (its `gbnf_to_lark`), computes a token mask in tens of
-microseconds, and ships torch helpers for the mask; xgrammar would need the grammar rewritten in its EBNF dialect.
+llguidance rather than xgrammar: it reads our GBNF as it is (`grammar_from("gbnf", …)`) and computes a token mask
+in tens of microseconds. On llama.cpp it replaces llama.cpp's own grammar sampler, which llama-cpp-python applies
+to all 49,152 tokens at every step (llama.cpp #4218): see the README's speed table.
 """
 from __future__ import annotations
 
 import logging
 from functools import lru_cache
 
-import torch
-from transformers import LogitsProcessor
+import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -23,48 +23,71 @@ def available() -> bool:
 
 
 @lru_cache(maxsize=4)
-def _lltokenizer(tokenizer, n_vocab: int):
+def hf_tokenizer(tokenizer, n_vocab: int):
+    """llguidance's view of a Hugging Face tokenizer (~1 s to build: cached)."""
     import llguidance.hf
     return llguidance.hf.from_tokenizer(tokenizer, n_vocab=n_vocab)
 
 
-@lru_cache(maxsize=64)
-def _lark(gbnf: str) -> str:
-    from llguidance.gbnf_to_lark import gbnf_to_lark
-    return gbnf_to_lark(gbnf)
+def llama_tokenizer(llm):
+    """llguidance's view of a llama.cpp model's vocabulary (built once per model)."""
+    import llguidance.llamacpp
+    if getattr(llm, "_lltokenizer", None) is None:
+        llm._lltokenizer = llguidance.llamacpp.lltokenizer_from_vocab(llm._model.vocab)
+    return llm._lltokenizer
 
 
-class GrammarProcessor(LogitsProcessor):
-    """Masks every token the grammar does not allow next; once the grammar is complete, only the end of text.
-    One sequence (batch 1): the agent's steps are decoded one at a time."""
-
-    def __init__(self, matcher, n_vocab: int, prompt_length: int):
-        import llguidance.torch
-        self.matcher, self.prompt_length = matcher, prompt_length
-        self.bitmask = llguidance.torch.allocate_token_bitmask(1, n_vocab)
-        self._fill, self._apply = llguidance.torch.fill_next_token_bitmask, llguidance.torch.apply_token_bitmask_inplace
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        if input_ids.shape[1] > self.prompt_length:
-            self.matcher.consume_token(int(input_ids[0, -1]))
-        self._fill(self.matcher, self.bitmask, 0)
-        self._apply(scores[0], self.bitmask[0].to(scores.device))
-        return scores
-
-
-def processor(gbnf: str, tokenizer, n_vocab: int, prompt_length: int) -> GrammarProcessor | None:
-    """A processor for `gbnf`, or None (unconstrained, with a warning) where llguidance is missing or refuses it."""
+def matcher(gbnf: str, lltokenizer):
+    """A matcher for `gbnf`, or None (unconstrained, with a warning) where llguidance is missing or refuses it."""
     if not available():
-        log.warning("llguidance is not installed: transformers replies are unconstrained (pip install llguidance)")
+        log.warning("llguidance is not installed: replies are unconstrained (pip install llguidance)")
         return None
     import llguidance
     try:
-        matcher = llguidance.LLMatcher(_lltokenizer(tokenizer, n_vocab),
-                                       llguidance.LLMatcher.grammar_from_lark(_lark(gbnf)), log_level=0)
-    except Exception as exc:  # llguidance raises its own errors for a grammar it cannot compile
-        log.warning("llguidance cannot compile the step grammar (%s); this step runs unconstrained", exc)
+        found = llguidance.LLMatcher(lltokenizer, llguidance.grammar_from("gbnf", gbnf), log_level=0)
+    except ValueError as exc:  # GBNF that llguidance cannot convert
+        log.warning("llguidance cannot read the step grammar (%s); this step runs unconstrained", exc)
         return None
-    if matcher.is_error():
-        log.warning("llguidance refused the step grammar (%s); this step runs unconstrained", matcher.get_error())
+    if found.is_error():
+        log.warning("llguidance refused the step grammar (%s); this step runs unconstrained", found.get_error())
         return None
-    return GrammarProcessor(matcher, n_vocab, prompt_length)
+    return found
+
+
+class _Mask:
+    """Feeds the matcher the tokens generated since the last call, then computes the allowed-token bitmask. Once the
+    grammar is complete only the end of text is allowed. One sequence: the agent decodes its steps one at a time."""
+
+    def __init__(self, matcher, n_vocab: int, prompt_length: int):
+        import llguidance.numpy
+        self.matcher, self.n_vocab, self.seen = matcher, n_vocab, prompt_length
+        self.bitmask = llguidance.numpy.allocate_token_bitmask(1, n_vocab)
+        self._fill = llguidance.numpy.fill_next_token_bitmask
+
+    def allowed(self, ids) -> np.ndarray:
+        for token in ids[self.seen:]:
+            self.matcher.consume_token(int(token))
+        self.seen = len(ids)
+        self._fill(self.matcher, self.bitmask, 0)
+        return np.unpackbits(self.bitmask[0].view(np.uint8), bitorder="little")[:self.n_vocab].astype(bool)
+
+
+class LlamaCppMask(_Mask):
+    """llama-cpp-python's `logits_processor`: (token ids so far, logits) -> logits, edited in place."""
+
+    def __call__(self, input_ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        scores[~self.allowed(input_ids)] = -np.inf
+        return scores
+
+
+def transformers_mask(matcher, n_vocab: int, prompt_length: int):
+    """transformers' `LogitsProcessor` for a matcher (batch 1)."""
+    import torch
+    from transformers import LogitsProcessor
+
+    class TransformersMask(_Mask, LogitsProcessor):
+        def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+            allowed = torch.from_numpy(self.allowed(input_ids[0])).to(scores.device)
+            return scores.masked_fill(~allowed[: scores.shape[-1]], float("-inf"))
+
+    return TransformersMask(matcher, n_vocab, prompt_length)

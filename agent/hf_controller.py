@@ -170,10 +170,12 @@ class TransformersController:
         if stop:
             kwargs.update(stop_strings=list(stop), tokenizer=self.tokenizer)
         if gbnf is not None and n == 1:
-            from .guidance import processor
-            constraint = processor(gbnf, self.tokenizer, self.model.config.vocab_size, len(ids))
-            if constraint is not None:
-                kwargs["logits_processor"] = LogitsProcessorList([constraint])
+            from . import guidance
+            n_vocab = self.model.config.vocab_size
+            found = guidance.matcher(gbnf, guidance.hf_tokenizer(self.tokenizer, n_vocab)) if guidance.available() \
+                else None
+            if found is not None:
+                kwargs["logits_processor"] = LogitsProcessorList([guidance.transformers_mask(found, n_vocab, len(ids))])
         input_ids = torch.tensor([ids] * n, device=self.model.device)
         with self._lock, torch.inference_mode():
             self.prompt_tokens += len(ids)

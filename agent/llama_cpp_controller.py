@@ -48,7 +48,7 @@ class LlamaCppController:
     tokenizer the model was trained with (its chat template renders the prompt)."""
 
     def __init__(self, model_path: str | Path, tokenizer, *, chat_format: ChatFormat = "chat", n_ctx: int = 8192,
-                 n_threads: int | None = None, name: str | None = None):
+                 n_threads: int | None = None, name: str | None = None, matcher: str = "llguidance"):
         from llama_cpp import Llama
         try:
             self.llm = Llama(model_path=str(model_path), n_ctx=n_ctx, n_batch=512,
@@ -60,6 +60,7 @@ class LlamaCppController:
         self.chat_format = resolve_chat_format(tokenizer, chat_format)
         self.name = name or Path(model_path).stem
         self._lock = threading.Lock()  # one context: one sequence at a time
+        self.matcher = matcher  # how a grammar is applied: "llguidance" (a token mask) or "llama.cpp" (its GBNF)
 
     def format_prompt(self, prompt: str) -> str:
         return format_prompt(self.tokenizer, prompt, self.chat_format)
@@ -67,8 +68,21 @@ class LlamaCppController:
     def encode_prompt(self, prompt: str) -> list[int]:
         return encode_prompt(self.tokenizer, prompt, self.chat_format)
 
+    def _constraint(self, gbnf: str, prompt_length: int) -> dict:
+        """create_completion's arguments that decode under `gbnf`: llguidance's mask by default, llama.cpp's own
+        grammar sampler with `matcher="llama.cpp"` or without llguidance; none where the grammar is refused."""
+        from llama_cpp import LogitsProcessorList
+
+        from . import guidance
+        if self.matcher == "llguidance" and guidance.available():
+            found = guidance.matcher(gbnf, guidance.llama_tokenizer(self.llm))
+            mask = guidance.LlamaCppMask(found, self.llm.n_vocab(), prompt_length) if found is not None else None
+            return {"logits_processor": LogitsProcessorList([mask])} if mask else {}
+        compiled = compile_gbnf(self.llm, gbnf)
+        return {"grammar": compiled} if compiled is not None else {}
+
     def _completion(self, ids: list[int], stop: Sequence[str], max_new_tokens: int, temperature: float,
-                    grammar=None) -> Iterator[str]:
+                    **constraint) -> Iterator[str]:
         room = self.llm.n_ctx() - len(ids)
         if room < min(max_new_tokens, 32):
             raise PromptTooLong(f"a {len(ids)}-token prompt leaves no room for a reply in the "
@@ -76,19 +90,19 @@ class LlamaCppController:
         # temperature 0 is llama.cpp's greedy sampler; otherwise plain sampling, as the transformers path does
         chunks = self.llm.create_completion(ids, max_tokens=min(max_new_tokens, room), stop=list(stop), stream=True,
                                            temperature=temperature, top_k=0, top_p=1.0, min_p=0.0,
-                                           repeat_penalty=1.0, grammar=grammar)
+                                           repeat_penalty=1.0, **constraint)
         return (chunk["choices"][0]["text"] for chunk in chunks)
 
     def _texts(self, prompt: str, stop: Sequence[str], max_new_tokens: int, temperature: float,
                grammar: Grammar | None) -> Iterator[str]:
         """The reply's pieces: under the grammar as far as it reaches, then on unconstrained from the cached prefix."""
         ids = self.encode_prompt(prompt)
-        compiled = compile_gbnf(self.llm, grammar.gbnf) if grammar else None
-        if compiled is None:
+        constraint = self._constraint(grammar.gbnf, len(ids)) if grammar else {}
+        if not constraint:
             yield from self._completion(ids, stop, max_new_tokens, temperature)
             return
         head = ""
-        for piece in self._completion(ids, stop, max_new_tokens, temperature, compiled):
+        for piece in self._completion(ids, stop, max_new_tokens, temperature, **constraint):
             head += piece
             yield piece
         if grammar.free_after and head.endswith(grammar.free_after):
