@@ -24,7 +24,7 @@ THOUGHT = "Thought: Do I need to use a tool? "
 FREE_AFTER = f"No\n{AI_PREFIX}:"  # a reply the grammar has brought this far continues without it
 
 _RULES = {  # the argument kinds a tool's inputs can have, as GBNF rules
-    "number": '"-"? [0-9]+ ("." [0-9]+)?',
+    "number": '"-"? [0-9] [0-9]? [0-9]? [0-9]? [0-9]? ("." [0-9] [0-9]? [0-9]?)?',  # bounded: a reply always ends
     "box": '"[" ws number "," ws number "," ws number "," ws number ws "]"',
     "ws": '" "?',
     "field": '[^,\\n]+',  # a text input followed by more inputs: up to the next comma
