@@ -23,7 +23,7 @@ class Controller(Protocol):
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
                  temperature: float = 0.0, n: int = 1, grammar: Grammar | None = None) -> list[str]:
         """`n` continuations of `prompt`, each cut before the first stop string; decoded under `grammar` where the
-        engine can constrain (`constrained` says whether it did: a controller that cannot ignores it)."""
+        engine can constrain (a controller that cannot ignores it; an HTTP one says so in `constrains`)."""
 
     def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
                temperature: float = 0.0, grammar: Grammar | None = None) -> Iterator[str]:

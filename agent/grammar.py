@@ -12,14 +12,12 @@ file name or tool name can make a grammar llama.cpp or llguidance fails to parse
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from .prompts import AI_PREFIX
 
-log = logging.getLogger(__name__)
 THOUGHT = "Thought: Do I need to use a tool? "
 FREE_AFTER = f"No\n{AI_PREFIX}:"  # a reply the grammar has brought this far continues without it
 
