@@ -1,7 +1,7 @@
 """Recall@k of the shortlist on hand-written cases: the shipped classifier against BM25 (no weights), k = 1..8,
 over the app's available tools and over all 36. A two-step case counts both gold tools.
 
-    python bench/shortlist.py [--data assets/eval/handwritten.jsonl]
+    python bench/shortlist.py [--data assets/eval/handwritten.jsonl] [--retriever FOLDER]
 """
 from __future__ import annotations
 
@@ -31,11 +31,12 @@ def recall(shortlist: Shortlist, cases, names: list[str], k: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(ROOT / "assets" / "eval" / "handwritten.jsonl"))
+    parser.add_argument("--retriever", default=str(SHIPPED_RETRIEVER), help="the classifier's folder")
     args = parser.parse_args()
     registry = ToolRegistry.from_load(None)
     cases = [c for c in load_cases(args.data, registry.tools)[0] if c.steps]
     settings = {"available": [t.name for t in registry.available()], "all": [t.name for t in registry.all()]}
-    retrievers = {"classifier": ClassifierRetriever.load(SHIPPED_RETRIEVER, settings["all"]),
+    retrievers = {"classifier": ClassifierRetriever.load(Path(args.retriever), settings["all"]),
                   "BM25": BM25Retriever(registry.all())}
     ks = range(1, 9)
     print(f"recall@k (%) of gold tools, {len(cases)} tool-using cases of {Path(args.data).name}\n")

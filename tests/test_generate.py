@@ -284,10 +284,15 @@ def test_crop_phrasings_state_their_box_and_the_gold_box_is_it():
     candidates, bad = parse_reply(reply, REGISTRY)
     stated = [c for c in candidates if any(ch.isdigit() for ch in c.instruction)]
     assert bad == 0 and len(stated) >= 20
-    for c in stated:  # the box is [x1, y1, x2, y2] of exactly the numbers the request states
+    sized = 0
+    for c in stated:  # the box is [x1, y1, x2, y2] of the numbers the request states: corners, or corner and size
         x1, y1, x2, y2 = (float(v) for v in re.fullmatch(r"\[(.*), (.*), (.*), (.*)\]", c.args[1]).groups())
         assert x1 < x2 and y1 < y2
-        assert sorted(re.findall(r"\d+(?:\.\d+)?", c.instruction)) == sorted(re.findall(r"[\d.]+", c.args[1]))
+        numbers = sorted(float(v) for v in re.findall(r"\d+(?:\.\d+)?", c.instruction))
+        corners = numbers == sorted([x1, y1, x2, y2])
+        sized += not corners
+        assert corners or numbers == sorted([x1, y1, x2 - x1, y2 - y1]), c.instruction
+    assert sized >= 1  # "a 200x150 box starting at (10, 20)" is stated too
 
 
 def test_chains_and_follow_ups(images, tmp_path):

@@ -3,6 +3,9 @@ decodes under it, and the shortlist offers each turn the likeliest tools (or say
 import json
 import re
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import llguidance
 import pytest
@@ -15,8 +18,15 @@ from agent.parsing import Final, parse_step
 from agent.prompts import STOP, Turn, image_turn, render_prompt
 from agent.retriever import BM25Retriever, ClassifierRetriever
 from agent.shortlist import SHIPPED_RETRIEVER, Shortlist, load_shortlist
+from training.generate import build_dataset
+from training.mix import category
+from training.records import load_jsonl
+from training.render import conversation
+from training.teachers import TemplateTeacher
 from visual_tools import ToolRegistry
 
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / "assets"
 REGISTRY = ToolRegistry.from_load(None)
 ODD = ["image/1a2b3c4d.png", 'image/we"ird \\ name.png', "image/фото 写真 🐱.png", "image/tab\there.png"]
 TOOL_SETS = {"one": REGISTRY.all()[:1], "available": REGISTRY.available(), "all 36": REGISTRY.all()}
@@ -110,6 +120,30 @@ def test_a_greeting_still_gets_k_tools_and_k_larger_than_the_tools_offers_them_a
     assert len(shortlist.pick("hi there!", [], tools)) == 5
     assert Shortlist(shortlist.retriever, k=99).pick("hi there!", [], tools) == tools
     assert load_shortlist(0, SHIPPED_RETRIEVER, tools) == (None, "")  # --shortlist 0: every tool, as today
+
+
+def test_training_data_offers_what_the_chat_would_and_a_mix_takes_each_category(shortlist, tmp_path):
+    offline = ToolRegistry.from_load("Image2Canny_cpu,Image2Line_cpu,SuperResolution_cpu,FaceDetection_cpu,"
+                                     "Calculator_cpu")
+    out = tmp_path / "data.jsonl"
+    build_dataset(ASSETS, TemplateTeacher(), offline, out, n=80, per_call=20, offer=(3, 5), seed=1,
+                  shortlist=shortlist)
+    records = load_jsonl(out).records
+    chains = [r for r in records if len(r.used_tools()) == 2]
+    assert chains and all(set(r.used_tools()) <= set(r.tools) and 2 <= len(r.tools) <= 5 for r in records)
+    for r in records[:40]:  # the list the chat would offer these words, over the tools here or over all 36
+        pools = ([t.name for t in REGISTRY.available()], list(REGISTRY.tools))
+        assert r.tools in [shortlist.names(r.instruction, pool, conversation(r), must=r.used_tools(),
+                                           k=len(r.tools)) for pool in pools]
+    assert {n for r in records for n in r.tools} - set(offline.tools)  # others than the asked ones are offered
+    mixed = tmp_path / "mix.jsonl"
+    done = subprocess.run([sys.executable, "-m", "training", "mix", "--data", str(out), "--out", str(mixed),
+                           "--take", "two-step, continued=3", "--take", "no tool=2", "--take", "Calendar=1"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0 and "fewer 'Calendar' records" in done.stderr  # no Calendar instructions asked
+    taken = load_jsonl(mixed).records
+    assert [category(r) for r in taken] == ["two-step, continued"] * 3 + ["no tool"] * 2
+    assert all(r.given_steps == 1 and len(r.steps) == 2 for r in taken[:3])
 
 
 def test_a_classifier_for_another_tool_set_or_none_is_refused_with_its_path(tmp_path, shortlist):

@@ -53,7 +53,8 @@ def cmd_generate(args: argparse.Namespace) -> None:
     from .teachers import load_teacher
     registry = _registry(args.tools)
     teacher = load_teacher(args.teacher, rpm=args.rpm, timeout=args.timeout, retries=args.retries)
-    shortlist = _shortlist(args.shortlist, args.retriever, registry) if args.shortlist else None
+    # the offered lists are drawn from every tool, whatever --tools asks instructions for
+    shortlist = _shortlist(args.shortlist, args.retriever, _registry(None)) if args.shortlist else None
     try:
         report = build_dataset(Path(args.images), teacher, registry, Path(args.out), n=args.n, per_call=args.per_call,
                                offer=args.offer, seed=args.seed, augment_data=not args.no_augment,
@@ -171,6 +172,22 @@ def _fit_retriever(data: str, out: Path) -> None:
 
 def cmd_retriever(args: argparse.Namespace) -> None:
     _fit_retriever(args.data, Path(args.out))
+
+
+def cmd_mix(args: argparse.Namespace) -> None:
+    from .mix import mix
+    from .records import save_jsonl
+    take = {}
+    for item in args.take:
+        name, _, n = item.rpartition("=")
+        if not name or not n.isdigit():
+            raise SystemExit(f"error: --take '{item}': write CATEGORY=N")
+        take[name] = int(n)
+    records, short = mix([r for path in args.data for r in _load(path)], take, args.seed)
+    for name, n in short.items():
+        print(f"warning: {n} fewer '{name}' records than asked", file=sys.stderr)
+    save_jsonl(records, Path(args.out))
+    print(f"{len(records)} records written to {args.out}")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
@@ -337,6 +354,14 @@ def main(argv: list[str] | None = None) -> None:
     ret.add_argument("--data", default=str(ADAPTER_DATA), help="records JSONL, or review:accepted")
     ret.add_argument("--out", default=str(SHIPPED_RETRIEVER), help="the folder to write (beside an adapter)")
     ret.set_defaults(func=cmd_retriever)
+
+    mx = sub.add_parser("mix", help="a training mixture: N records of each category from generated records")
+    mx.add_argument("--data", nargs="+", required=True, help="records JSONL files")
+    mx.add_argument("--take", action="append", required=True, metavar="CATEGORY=N",
+                    help="'no tool', 'two-step', 'two-step, continued' or a tool's name; repeat")
+    mx.add_argument("--out", required=True)
+    mx.add_argument("--seed", type=int, default=0)
+    mx.set_defaults(func=cmd_mix)
 
     toolformer_cli.add_parser(sub)
     toolace_cli.add_parsers(sub)

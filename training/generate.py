@@ -21,6 +21,7 @@ from visual_tools.image_store import output_name
 from . import templates
 from .prompts import GENERATION_PROMPT, PROMPT_VERSION
 from .records import GoldStep, Record, Source, image_name_for, placeholder_observation, record_id
+from .render import conversation
 from .teachers import EXAMPLE_IMAGE, Annotation, Teacher, TeacherFailed, TeacherRequest
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp"}
@@ -218,6 +219,26 @@ def _offered(gold: str, instruction: str, names: list[str], k: int, shortlist: S
     return offered
 
 
+def reoffer(records: list[Record], registry: ToolRegistry, shortlist: Shortlist, offer: int | tuple[int, int],
+            seed: int = 0) -> list[Record]:
+    """Every record's offered list drawn again as the chat draws it, after augmentation (a chain must offer both
+    of its tools, a "thanks" gets the list its own words retrieve): the shortlist's top k for the instruction and
+    the conversation, over the `registry`'s tools available here or over all of them (one of the two per record,
+    as the app on this machine and one with every checkpoint offer them), the record's gold tools among them."""
+    rng = random.Random(seed)
+    low, high = offer if isinstance(offer, tuple) else (offer, offer)
+    every, available = [t.name for t in registry.all()], [t.name for t in registry.available()]
+    out = []
+    for record in records:
+        gold = record.used_tools()
+        pool = rng.choice([every, available])
+        pool = pool + [name for name in gold if name not in pool]
+        k = rng.randint(low, high) if high else shortlist.k
+        offered = shortlist.names(record.instruction, pool, conversation(record), must=gold, k=max(k, len(gold)))
+        out.append(record.model_copy(update={"tools": offered}))
+    return out
+
+
 @dataclass
 class DatasetReport:
     generation: GenerationReport
@@ -255,8 +276,10 @@ def build_dataset(images: Path, teacher: Teacher, registry: ToolRegistry, out: P
                           shortlist=shortlist, on_progress=on_progress)
     raw = load_jsonl(raw_path).records
     kept, dropped = filter_records(raw, registry)
-    records = augment(kept, negative=0.25, followup=0.1, chain=0.2, tools=registry.tools, seed=seed) if augment_data \
+    records = augment(kept, negative=0.3, followup=0.1, chain=0.35, tools=registry.tools, seed=seed) if augment_data \
         else kept
+    if shortlist is not None:
+        records = reoffer(records, ToolRegistry.from_load(), shortlist, offer, seed)
     save_jsonl(records, out)
     kinds = Counter(r.label() for r in records)
     return DatasetReport(generation, len(raw), dict(dropped), len(kept), dict(kinds), time.monotonic() - started)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -218,6 +219,12 @@ def train(config: TrainConfig) -> Path:
                                          "dropped": dict(dropped)}, model_card, shortlist_classifier)
 
 
+def native_cpu_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX); elsewhere torch emulates it, slowly."""
+    cpu = torch.cpu
+    return any(getattr(cpu, name, lambda: False)() for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+
+
 def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Callable[[dict], str],
         beside: Callable[[Path], None] | None = None) -> Path:
     """LoRA-tune the base on tokenized `rows`; save the adapter, `toolsmith.json` (`meta` + results), `card`, and
@@ -225,6 +232,9 @@ def fit(config: TrainConfig, tokenizer, rows: list[dict], meta: dict, card: Call
     from peft import LoraConfig, get_peft_model
 
     run_dir = Path(config.out)
+    if config.bf16 and not torch.cuda.is_available() and not native_cpu_bf16():
+        print("warning: --bf16 on this CPU is emulated (no AVX512-BF16 or AMX): several times slower than "
+              "float32; leave --bf16 out here", file=sys.stderr)
     if config.init_adapter and not (Path(config.init_adapter) / "adapter_config.json").is_file():
         raise TrainingError(f"--init-adapter: no LoRA adapter (adapter_config.json) in {config.init_adapter}")
     source, base_name = base_checkpoint(config.base)

@@ -131,18 +131,28 @@ def _box_slots(phrasing: str, rng: random.Random, region: str) -> dict[str, str]
         box = f"[{x1}, {y1}, {x2}, {y2}]"
         return {"fbox": box, "box": box}
     if "{x1}" in phrasing or "{box}" in phrasing and "{object}" not in phrasing:
-        x1, y1 = rng.randrange(0, 300, 10), rng.randrange(0, 300, 10)
-        x2, y2 = x1 + rng.randrange(60, 212, 4), y1 + rng.randrange(60, 212, 4)
-        return {"x1": str(x1), "y1": str(y1), "x2": str(x2), "y2": str(y2), "box": f"[{x1}, {y1}, {x2}, {y2}]"}
+        x1, y1 = rng.randrange(0, 300, rng.choice((1, 5, 10))), rng.randrange(0, 300, rng.choice((1, 5, 10)))
+        w, h = rng.randrange(40, 300, rng.choice((1, 4, 10))), rng.randrange(40, 300, rng.choice((1, 4, 10)))
+        x2, y2 = x1 + w, y1 + h
+        return {"x1": str(x1), "y1": str(y1), "x2": str(x2), "y2": str(y2), "w": str(w), "h": str(h),
+                "box": f"[{x1}, {y1}, {x2}, {y2}]"}
     return {}
 
 
 def _arithmetic_slots(phrasing: str, rng: random.Random) -> dict[str, str]:
-    """Numbers and the expression the Calculator gets; a phrasing that says the operation decides it."""
-    a, b = rng.choice([rng.randint(2, 99), rng.randint(100, 9999), round(rng.uniform(1, 500), 2)]), rng.randint(2, 60)
-    words = {"plus": "+", "minus": "-", "times": "*", "divide": "/"}
-    op = next((o for w, o in words.items() if w in phrasing), rng.choice(templates.ARITHMETIC))
-    return {"a": str(a), "b": str(b), "expression": f"{a} {op} {b}"}
+    """Numbers and the expression the Calculator gets; a phrasing that says the operation decides it, and one
+    that spells the numbers out gets small whole numbers."""
+    spelt = "_words}" in phrasing
+    if spelt:
+        a, b = rng.randint(2, len(templates.NUMBER_WORDS) - 1), rng.randint(2, len(templates.NUMBER_WORDS) - 1)
+    else:
+        a = rng.choice([rng.randint(2, 99), rng.randint(100, 9999), round(rng.uniform(1, 500), 2)])
+        b = rng.randint(2, 60)
+    op = next((o for w, o in templates.OPERATION_WORDS.items() if w in phrasing), rng.choice(templates.ARITHMETIC))
+    if op == "-" and a < b:
+        a, b = b, a
+    words = {"a_words": templates.NUMBER_WORDS[a], "b_words": templates.NUMBER_WORDS[b]} if spelt else {}
+    return {"a": str(a), "b": str(b), "expression": f"{a} {op} {b}", **words}
 
 
 def load_teacher(spec: str, rpm: float = 0.0, timeout: float = 120.0, retries: int = 3) -> Teacher:

@@ -2,9 +2,10 @@
 
 Slots: {object} and {new} (objects in / for the image), {scene} (a picture to generate), {style} (an edit),
 {question} (about the image), {box} (an object's box), {region} (a named part of the image, whose box in
-fractions of the size then fills {box}), {x1} {y1} {x2} {y2} (a box in pixels, written out; {box} is then
-that box) and {fbox} (a box in fractions; {box} is then that box), {expression} with {a} {b} (arithmetic),
-{topic} (a title of the local encyclopedia). A tool's text inputs take the slot named in ARG_SLOTS.
+fractions of the size then fills {box}), {x1} {y1} {x2} {y2} {w} {h} (a box in pixels, written out as corners or
+as a corner with width and height; {box} is then that box) and {fbox} (a box in fractions; {box} is then that
+box), {expression} with {a} {b} and {a_words} {b_words} (arithmetic; a phrasing's words such as "each" or "split"
+decide the operation), {topic} (a title of the local encyclopedia). A tool's text inputs take the slot named in ARG_SLOTS.
 The phrasings are written the way people type: short, casual, lower case, without the tool's name.
 """
 from __future__ import annotations
@@ -91,32 +92,50 @@ PHRASINGS: dict[str, list[str]] = {
                   "Extract soft boundaries from the image."],
 }
 CASUAL: dict[str, list[str]] = {  # more ways people ask for the tools that run offline
-    "Image2Canny": ["edges please", "can you do edge detection on my photo?", "show me where the edges are",
+    "Image2Canny": ["draw just the outlines of the things in the photo", "edge detection, please", "give me an outline "
+                    "version of this photo", "where are the contours? draw them", "draw the borders between the "
+                    "objects", "make a black and white edge map", "outline the shapes in this photo", "edges please", "can you do edge detection on my photo?", "show me where the edges are",
                     "make an edge map out of this pic", "find the object boundaries in the image",
                     "run canny on it", "get me the outlines of this picture", "i need an edge image of this",
                     "highlight the edges in the photo", "could you extract the contours of the image?"],
-    "Image2Line": ["highlight the straight lines in this photo", "detect the line segments", "where are the straight "
+    "Image2Line": ["find the straight edges like walls and poles", "mark only the ruler-straight lines", "detect "
+                   "straight segments, not every edge", "show the line segments of the buildings", "straight lines "
+                   "only please", "which lines in the photo are straight? draw them", "highlight the straight lines in this photo", "detect the line segments", "where are the straight "
                    "lines?", "pick out the straight lines in this scene", "line detection on this pic please",
                    "show me only the straight lines, not the curves", "i want the straight line segments of the photo",
                    "find lines in this image", "can you mark the straight lines of the picture?"],
-    "Image2Scribble": ["draw this as a sketch", "make a scribble out of my photo", "sketchify this image",
+    "Image2Scribble": ["turn it into a doodle", "make this look hand drawn", "convert the photo to a pencil "
+                       "drawing", "give me a sketch version of the picture", "scribble this photo", "draw this as a sketch", "make a scribble out of my photo", "sketchify this image",
                        "can you turn the picture into a hand-drawn sketch?", "i want a pencil sketch version",
                        "create a drawing of this photo", "make it look sketched", "sketch it for me"],
-    "Image2Pose": ["find the person's pose", "show me how the person is posed", "get the body skeleton of this person",
+    "Image2Pose": ["draw the stick figure of the person", "estimate the body pose", "what pose is the person in? "
+                   "show it", "detect the human skeleton", "find the person's pose", "show me how the person is posed", "get the body skeleton of this person",
                    "mark the joints of the person", "detect keypoints of the human body",
                    "what's the posture of the person? draw it", "pose estimation please",
                    "show the skeleton of whoever is in the picture"],
-    "TextDetection": ["what's written here?", "read the sign in this photo", "extract the text from the picture",
+    "TextDetection": ["read the label for me", "what does the sign say?", "ocr please", "copy out the words "
+                      "you see in the image", "what's written here?", "read the sign in this photo", "extract the text from the picture",
                       "any text in this image?", "tell me the words in the picture", "recognize the text in my photo",
                       "can you read this for me?", "what do the letters in the image say?", "text detection please"],
-    "FaceDetection": ["find faces", "detect the face in this picture", "how many people's faces can you find?",
+    "FaceDetection": ["who's in the picture? box their faces", "find every face", "outline the faces of the "
+                      "people", "are there people's faces in this photo?", "find faces", "detect the face in this picture", "how many people's faces can you find?",
                       "box the faces", "mark any faces in the photo", "face detection please",
                       "is there a face in this picture? show me", "can you spot the faces here?"],
-    "SuperResolution": ["make it bigger", "increase the image size", "upscale my photo", "this is low-res, fix it",
+    "SuperResolution": ["enlarge this photo", "can you make the picture larger?", "i want a higher resolution "
+                        "version", "upscale it 2x please", "it's pixelated, can you make it bigger and sharper?", "make "
+                        "the image bigger without losing quality", "super resolution please", "double the size of "
+                        "this photo", "enhance this low quality image", "increase the pixels of this image", "make it bigger", "increase the image size", "upscale my photo", "this is low-res, fix it",
                         "can you improve the quality and size?", "sharpen and enlarge this picture",
                         "make a high resolution copy of this image", "blow this picture up to a larger size",
                         "the photo is too blurry and small, can you make it better?", "i need it at 2x resolution"],
-    "CropImage": ["crop to {box}", "crop the area {box} please", "cut out {box} from the photo",
+    "CropImage": ["crop x {x1}-{x2}, y {y1}-{y2}", "cut out x from {x1} to {x2} and y from {y1} to {y2}",
+                  "crop a {w}x{h} box starting at ({x1}, {y1})", "crop {w} by {h} pixels from the point {x1},{y1}",
+                  "top-left corner ({x1}, {y1}), bottom-right corner ({x2}, {y2}): crop that",
+                  "crop from pixel {x1},{y1} to pixel {x2},{y2}", "crop: left={x1} top={y1} right={x2} bottom={y2}",
+                  "please crop the image to {x1},{y1},{x2},{y2}", "crop {x1} {y1} {x2} {y2}",
+                  "crop the rectangle starting at x={x1}, y={y1}, {w} wide and {h} tall",
+                  "i want the area between x {x1} and {x2}, y {y1} and {y2}",
+                  "crop out the {region} for me", "zoom into the {region}", "trim it to the {region}", "crop to {box}", "crop the area {box} please", "cut out {box} from the photo",
                   "crop from ({x1}, {y1}) to ({x2}, {y2})", "crop the rectangle {x1},{y1} - {x2},{y2}",
                   "cut the picture to x {x1} to {x2}, y {y1} to {y2}",
                   "crop it: left {x1}, top {y1}, right {x2}, bottom {y2}", "keep only pixels {x1} {y1} {x2} {y2}",
@@ -124,10 +143,17 @@ CASUAL: dict[str, list[str]] = {  # more ways people ask for the tools that run 
                   "crop to {fbox} of the image (fractions)", "crop the part {fbox}, in fractions of the size",
                   "crop the {region}", "only keep the {region} please", "can you cut away everything but the {region}?",
                   "crop it to the {region}", "just the {region} of the photo"],
-    "Calculator": ["what is {expression}?", "calculate {expression}", "{expression} = ?", "how much is {expression}",
+    "Calculator": ["what's {a_words} times {b_words}?", "{a_words} plus {b_words} is what?",
+                   "what is {a_words} minus {b_words}", "i bought {b} things at ${a} each, what's the total?",
+                   "tickets cost {a} dollars each and we need {b}, how much is that?",
+                   "we split a bill of ${a} between {b} people, how much does each pay?",
+                   "i had {a} euros and spent {b}, how much is left?", "add {a} and {b}",
+                   "multiply {a} by {b}", "hey can you do {expression} real quick", "what is {expression}?", "calculate {expression}", "{expression} = ?", "how much is {expression}",
                    "what's {a} plus {b}", "can you work out {a} times {b}?", "what do i get if i divide {a} by {b}",
                    "{a} minus {b}?", "compute {expression} for me", "quick math: {expression}"],
-    "Calendar": ["what's today's date?", "what day is it", "tell me the date", "which weekday is today?",
+    "Calendar": ["what's the date", "hey what day is it today?", "remind me what today's date is",
+                 "which day of the week are we on?", "is it the weekend yet?", "what month are we in?",
+                 "what's the date today, i lost track", "tell me today's day and date", "what's today's date?", "what day is it", "tell me the date", "which weekday is today?",
                  "do you know what day of the week it is?", "what is the date today", "is today a weekday?",
                  "today's date please"],
     "WikiSearch": ["tell me about {topic}", "what do you know about {topic}?", "search the encyclopedia for {topic}",
@@ -156,6 +182,10 @@ REGIONS = {"top left quarter": "[0, 0, 0.5, 0.5]", "top right quarter": "[0.5, 0
            "middle": "[0.25, 0.25, 0.75, 0.75]", "top third": "[0, 0, 1, 0.33]", "bottom third": "[0, 0.67, 1, 1]"}
 FRACTIONS = (0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1)
 ARITHMETIC = ("+", "-", "*", "/")
+OPERATION_WORDS = {"divide": "/", "split": "/", "minus": "-", "left": "-", "times": "*", "each": "*",
+                   "multiply": "*", "plus": "+", "add": "+"}  # the first of these words in a phrasing decides
+NUMBER_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty")
 TOPICS_HELD_OUT = ("Eiffel Tower", "Marie Curie", "Amazon River", "Grace Hopper")  # the hand-written cases' topics
 SCENES = ["a red sports car on a mountain road", "a lighthouse at sunset", "a bowl of ramen with chopsticks",
           "a snowy cabin in a pine forest", "an astronaut riding a horse", "a futuristic city at night",
@@ -181,7 +211,9 @@ QUESTIONS = ["What color is the {object}?", "Where is the {object} in the pictur
 IMAGE_ANSWERS = ["Here is the result: {name}.", "I have finished it; the new image is {name}.",
                  "Done. You can find the result in {name}.", "The output image is {name}."]
 CHAIN_JOINS = ["{first}, then {then}", "{first} and then {then}", "first {first}, after that {then}",
-               "{first}. Then {then}", "{first}, and afterwards {then}", "{first}; next, {then}"]
+               "{first}. Then {then}", "{first}, and afterwards {then}", "{first}; next, {then}",
+               "{first} and after that {then}", "two things: {first}, then {then}", "{first}, then on the result "
+               "{then}", "{first}. once that's done, {then}", "{first} -> {then}", "can you {first} and then {then}?"]
 FOLLOWUPS = [("What was my last request?", "You asked: {request}."), ("thanks, great job", "You're welcome!"),
              ("Can you remind me of the result?", "{answer}"), ("where is the output you just made?", "{answer}"),
              ("that's what I wanted, thank you", "Glad it helped!"),
