@@ -31,7 +31,7 @@ def run(adapter: str, data: Path, setting: str, registry: ToolRegistry, k: int,
         limit: int = 0) -> tuple[dict[str, float], list]:
     """SR (%) per kind and overall, the form-error count, and the predictions, for one adapter/set/setting."""
     tools = registry.tools
-    kinds = {str(json.loads(line)["id"]): json.loads(line)["kind"] for line in data.read_text().splitlines() if line}
+    kinds = {str(row["id"]): row["kind"] for row in map(json.loads, filter(None, data.read_text().splitlines()))}
     cases = load_cases(data, tools)[0][:limit or None]
     names = [t.name for t in (registry.available() if setting == "available" else registry.all())]
     shortlist, note = load_shortlist(k, retriever_folder(adapter), registry.all())
