@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from .prompts import AI_PREFIX
+from .prompts import AI_PREFIX, QUESTION
 
-THOUGHT = "Thought: Do I need to use a tool? "
+THOUGHT = f"Thought: {QUESTION} "
 FREE_AFTER = f"No\n{AI_PREFIX}:"  # a reply the grammar has brought this far continues without it
 
 _RULES = {  # the argument kinds a tool's inputs can have, as GBNF rules

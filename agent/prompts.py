@@ -35,6 +35,9 @@ Thought: Do I need to use a tool? No
 ```
 """
 
+QUESTION = "Do I need to use a tool?"  # every reply's Thought asks it; Yes calls a tool, No answers
+THOUGHT_YES, THOUGHT_NO = f"{QUESTION} Yes", f"{QUESTION} No"
+
 SUFFIX = """Follow file name rules and do not fake non-existent file names. Remember to provide the image file name loyally from the last tool observation.
 
 Previous conversation:
@@ -86,7 +89,7 @@ def render_step(thought: str, tool: str, tool_input: str) -> str:
     return f"Thought: {thought}\nAction: {tool}\nAction Input: {tool_input}"
 
 
-def render_final(answer: str, thought: str = "Do I need to use a tool? No") -> str:
+def render_final(answer: str, thought: str = THOUGHT_NO) -> str:
     return f"Thought: {thought}\n{AI_PREFIX}: {answer}"
 
 

@@ -13,7 +13,7 @@ from transformers import AutoTokenizer
 from agent.controller import ControllerError
 from agent.hf_controller import TransformersController
 from training.records import GoldStep, Record, Source, save_jsonl
-from training.sft import TrainConfig, TrainingError, build_examples, train
+from training.sft import TrainConfig, TrainingError, build_examples, decision_weighted_loss, train
 from visual_tools import ToolRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +54,32 @@ def test_labels_cover_only_the_models_own_text(tiny_llama):
     final_prompt = tokenizer.decode([t for t, lab in zip(rows[1]["input_ids"], rows[1]["labels"]) if lab == -100])
     assert f"Observation: {EDGE}" in final_prompt  # it is in the next example's (masked) prompt
     assert rows[1]["input_ids"][-1] == tokenizer.eos_token_id
+
+
+def test_the_decision_token_weighs_as_asked(tiny_llama):
+    """--decision-weight w: each Yes / No after "...a tool?" counts w times; at 1, the model's own loss."""
+    import torch
+    from transformers import AutoModelForCausalLM, DataCollatorForSeq2Seq
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
+    model = AutoModelForCausalLM.from_pretrained(tiny_llama)
+    rows, _ = build_examples(records(2), tokenizer, "chat", 100000, ToolRegistry.from_load())
+    batch = DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True)(rows)
+    with torch.no_grad():
+        outputs = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"])
+    plain, fivefold = (decision_weighted_loss(tokenizer, w)(outputs, batch["labels"]).item() for w in (1, 5))
+    assert plain == pytest.approx(outputs.loss.item(), rel=1e-5)
+    logits, target = outputs.logits[:, :-1], batch["labels"][:, 1:]
+    answers = {tokenizer.decode([t]).strip() for t in target[target != -100].tolist()}
+    assert {"Yes", "No"} <= answers  # the batch holds both decisions
+    token_loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, ignore_index=-100, reduction="none")
+    def answers_the_question(i: int, j: int) -> bool:  # whatever the tokenizer, the token after "...a tool?"
+        before = [t for t in target[i, :j].tolist() if t >= 0]
+        return target[i, j] >= 0 and tokenizer.decode(before).rstrip().endswith("a tool?") \
+            and tokenizer.decode([target[i, j].item()]).strip() in ("Yes", "No")
+    decided = [(i, j) for i in range(target.shape[0]) for j in range(target.shape[1]) if answers_the_question(i, j)]
+    assert len(decided) == len(rows)  # one decision per example
+    extra = 4 * sum(token_loss[i, j].item() for i, j in decided) / (target != -100).sum().item()
+    assert fivefold == pytest.approx(plain + extra, rel=1e-4)
 
 
 def _cli(*args: str, env: dict | None = None, **kwargs) -> subprocess.CompletedProcess:
@@ -109,11 +135,13 @@ def test_train_continues_from_an_init_adapter(tiny_llama, data, tmp_path):
     first = train(TrainConfig(data=str(data), out=str(tmp_path / "first"), base=str(tiny_llama), max_steps=3,
                               learning_rate=5e-3, cutoff=100000))
     done = _cli("train", "--data", str(data), "--base", str(tiny_llama), "--out", str(tmp_path / "second"),
-                "--init-adapter", str(first), "--max-steps", "1", "--lr", "0", "--cutoff", "100000")
+                "--init-adapter", str(first), "--max-steps", "1", "--lr", "0", "--cutoff", "100000",
+                "--decision-weight", "5")
     assert done.returncode == 0, done.stderr[-2000:]
     before, after = (load_file(str(a / "adapter_model.safetensors")) for a in (first, tmp_path / "second/adapter"))
     assert before.keys() == after.keys() and any(t.abs().sum() > 0 for k, t in before.items() if "lora_B" in k)
     assert all((before[k] == after[k]).all() for k in before)
+    assert json.loads((tmp_path / "second/adapter/toolsmith.json").read_text())["config"]["decision_weight"] == 5
     missing = _cli("train", "--data", str(data), "--base", str(tiny_llama), "--out", str(tmp_path / "third"),
                    "--init-adapter", str(tmp_path / "nowhere"))
     assert missing.returncode != 0 and "--init-adapter: no LoRA adapter" in missing.stderr

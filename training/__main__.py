@@ -154,7 +154,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                          max_steps=args.max_steps, save_steps=args.save_steps, seed=args.seed,
                          chat_format=args.chat_format, sampling=args.sampling, load_in_8bit=args.load_in_8bit,
                          load_in_4bit=args.load_in_4bit, resume=args.resume, bf16=args.bf16,
-                         init_adapter=args.init_adapter)
+                         init_adapter=args.init_adapter, decision_weight=args.decision_weight)
     try:
         adapter = train(config)
     except TrainingError as exc:
@@ -322,6 +322,8 @@ def main(argv: list[str] | None = None) -> None:
     tr.add_argument("--resume", action="store_true", help="continue from the run folder's last checkpoint")
     tr.add_argument("--init-adapter", default=None,
                     help="start from this LoRA adapter of the same base (e.g. the shipped one) instead of a new one")
+    tr.add_argument("--decision-weight", type=float, default=1.0,
+                    help="count the Yes / No of 'Do I need to use a tool?' this many times in the loss (1: plain)")
     tr.add_argument("--bf16", action="store_true",
                     help="bfloat16 autocast on the CPU too (a bf16 GPU always uses it); ~1.8x on AVX512-BF16 CPUs")
     tr.set_defaults(func=cmd_train)

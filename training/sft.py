@@ -21,6 +21,7 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForSe
                           TrainingArguments)
 
 from agent.hf_controller import encode_prompt, fingerprint, resolve_chat_format
+from agent.prompts import THOUGHT_NO, THOUGHT_YES, render_final
 from visual_tools import ToolRegistry
 
 from .filters import check
@@ -62,6 +63,7 @@ class TrainConfig:
     resume: bool = False
     init_adapter: str | None = None  # continue training this LoRA adapter instead of starting a new one
     bf16: bool = False  # bfloat16 autocast on the CPU too (~1.8x on a CPU with AVX512-BF16); always on a bf16 GPU
+    decision_weight: float = 1.0  # loss weight of the Yes / No after "Do I need to use a tool?" (1: plain loss)
 
 
 def base_checkpoint(base: str) -> tuple[str, str]:
@@ -150,6 +152,31 @@ class JsonlLog(TrainerCallback):
             control.should_save = True
 
 
+def decision_tokens(tokenizer) -> tuple[int, list[int]]:
+    """The token ending GPT4Tools' question ("... a tool?") and the tokens of its two answers, Yes and No."""
+    yes, no = (tokenizer(render_final("", thought), add_special_tokens=False)["input_ids"]
+               for thought in (THOUGHT_YES, THOUGHT_NO))
+    common = next(i for i, (a, b) in enumerate(zip(yes, no)) if a != b)
+    return yes[common - 1], [yes[common], no[common]]
+
+
+def decision_weighted_loss(tokenizer, weight: float) -> Callable:
+    """Causal LM loss in which each Yes / No answering "Do I need to use a tool?" counts `weight` times: that one token
+    decides whether a tool is called, or a chain goes on after an Observation, and is 1 of ~40 tokens otherwise.
+    (transformers' loss has no per-token weights, hence this.)"""
+    question, answers = decision_tokens(tokenizer)
+
+    def loss(outputs, labels: torch.Tensor, num_items_in_batch=None) -> torch.Tensor:
+        logits, target, previous = outputs.logits[:, :-1].float(), labels[:, 1:], labels[:, :-1]
+        token_loss = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, ignore_index=-100,
+                                                       reduction="none")
+        decision = torch.isin(target, torch.tensor(answers, device=target.device)) & (previous == question)
+        weights = (target != -100).float() + (weight - 1) * decision.float()
+        count = num_items_in_batch if num_items_in_batch is not None else (target != -100).sum()
+        return (token_loss * weights).sum() / count
+    return loss
+
+
 def make_trainer(model, tokenizer, rows: list[dict], config: TrainConfig, run_dir: Path,
                  callbacks: list[TrainerCallback] = ()) -> Trainer:
     """Our training path: length-grouped batches padded only to their own longest example."""
@@ -163,8 +190,10 @@ def make_trainer(model, tokenizer, rows: list[dict], config: TrainConfig, run_di
         disable_tqdm=True, bf16=config.bf16 or (torch.cuda.is_available() and torch.cuda.is_bf16_supported()),
         use_cpu=config.bf16 and not torch.cuda.is_available(),  # transformers' CPU autocast asks for it by name
         dataloader_pin_memory=False)
+    weighted = decision_weighted_loss(tokenizer, config.decision_weight) if config.decision_weight != 1 else None
     return Trainer(model=model, args=args, train_dataset=Dataset.from_list(rows), callbacks=list(callbacks),
-                   data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True))
+                   data_collator=DataCollatorForSeq2Seq(tokenizer, label_pad_token_id=-100, padding=True),
+                   compute_loss_func=weighted)
 
 
 def model_card(meta: dict) -> str:

@@ -5,7 +5,8 @@ Slots: {object} and {new} (objects in / for the image), {scene} (a picture to ge
 fractions of the size then fills {box}), {x1} {y1} {x2} {y2} {w} {h} (a box in pixels, written out as corners or
 as a corner with width and height; {box} is then that box) and {fbox} (a box in fractions; {box} is then that
 box), {expression} with {a} {b} and {a_words} {b_words} (arithmetic; a phrasing's words such as "each" or "split"
-decide the operation), {topic} (a title of the local encyclopedia). A tool's text inputs take the slot named in ARG_SLOTS.
+decide the operation), {topic} (a title of the local encyclopedia). A tool's text inputs take the slot named in
+ARG_SLOTS.
 The phrasings are written the way people type: short, casual, lower case, without the tool's name.
 """
 from __future__ import annotations
@@ -94,37 +95,45 @@ PHRASINGS: dict[str, list[str]] = {
 CASUAL: dict[str, list[str]] = {  # more ways people ask for the tools that run offline
     "Image2Canny": ["draw just the outlines of the things in the photo", "edge detection, please", "give me an outline "
                     "version of this photo", "where are the contours? draw them", "draw the borders between the "
-                    "objects", "make a black and white edge map", "outline the shapes in this photo", "edges please", "can you do edge detection on my photo?", "show me where the edges are",
+                    "objects", "make a black and white edge map", "outline the shapes in this photo", "edges please",
+                    "can you do edge detection on my photo?", "show me where the edges are",
                     "make an edge map out of this pic", "find the object boundaries in the image",
                     "run canny on it", "get me the outlines of this picture", "i need an edge image of this",
                     "highlight the edges in the photo", "could you extract the contours of the image?"],
     "Image2Line": ["find the straight edges like walls and poles", "mark only the ruler-straight lines", "detect "
                    "straight segments, not every edge", "show the line segments of the buildings", "straight lines "
-                   "only please", "which lines in the photo are straight? draw them", "highlight the straight lines in this photo", "detect the line segments", "where are the straight "
+                   "only please", "which lines in the photo are straight? draw them",
+                   "highlight the straight lines in this photo", "detect the line segments", "where are the straight "
                    "lines?", "pick out the straight lines in this scene", "line detection on this pic please",
                    "show me only the straight lines, not the curves", "i want the straight line segments of the photo",
                    "find lines in this image", "can you mark the straight lines of the picture?"],
     "Image2Scribble": ["turn it into a doodle", "make this look hand drawn", "convert the photo to a pencil "
-                       "drawing", "give me a sketch version of the picture", "scribble this photo", "draw this as a sketch", "make a scribble out of my photo", "sketchify this image",
+                       "drawing", "give me a sketch version of the picture", "scribble this photo",
+                       "draw this as a sketch", "make a scribble out of my photo", "sketchify this image",
                        "can you turn the picture into a hand-drawn sketch?", "i want a pencil sketch version",
                        "create a drawing of this photo", "make it look sketched", "sketch it for me"],
     "Image2Pose": ["draw the stick figure of the person", "estimate the body pose", "what pose is the person in? "
-                   "show it", "detect the human skeleton", "find the person's pose", "show me how the person is posed", "get the body skeleton of this person",
+                   "show it", "detect the human skeleton", "find the person's pose", "show me how the person is posed",
+                   "get the body skeleton of this person",
                    "mark the joints of the person", "detect keypoints of the human body",
                    "what's the posture of the person? draw it", "pose estimation please",
                    "show the skeleton of whoever is in the picture"],
     "TextDetection": ["read the label for me", "what does the sign say?", "ocr please", "copy out the words "
-                      "you see in the image", "what's written here?", "read the sign in this photo", "extract the text from the picture",
+                      "you see in the image", "what's written here?", "read the sign in this photo",
+                      "extract the text from the picture",
                       "any text in this image?", "tell me the words in the picture", "recognize the text in my photo",
                       "can you read this for me?", "what do the letters in the image say?", "text detection please"],
     "FaceDetection": ["who's in the picture? box their faces", "find every face", "outline the faces of the "
-                      "people", "are there people's faces in this photo?", "find faces", "detect the face in this picture", "how many people's faces can you find?",
+                      "people", "are there people's faces in this photo?", "find faces",
+                      "detect the face in this picture", "how many people's faces can you find?",
                       "box the faces", "mark any faces in the photo", "face detection please",
                       "is there a face in this picture? show me", "can you spot the faces here?"],
     "SuperResolution": ["enlarge this photo", "can you make the picture larger?", "i want a higher resolution "
-                        "version", "upscale it 2x please", "it's pixelated, can you make it bigger and sharper?", "make "
+                        "version", "upscale it 2x please", "it's pixelated, can you make it bigger and sharper?",
+                        "make "
                         "the image bigger without losing quality", "super resolution please", "double the size of "
-                        "this photo", "enhance this low quality image", "increase the pixels of this image", "make it bigger", "increase the image size", "upscale my photo", "this is low-res, fix it",
+                        "this photo", "enhance this low quality image", "increase the pixels of this image",
+                        "make it bigger", "increase the image size", "upscale my photo", "this is low-res, fix it",
                         "can you improve the quality and size?", "sharpen and enlarge this picture",
                         "make a high resolution copy of this image", "blow this picture up to a larger size",
                         "the photo is too blurry and small, can you make it better?", "i need it at 2x resolution"],
@@ -135,7 +144,8 @@ CASUAL: dict[str, list[str]] = {  # more ways people ask for the tools that run 
                   "please crop the image to {x1},{y1},{x2},{y2}", "crop {x1} {y1} {x2} {y2}",
                   "crop the rectangle starting at x={x1}, y={y1}, {w} wide and {h} tall",
                   "i want the area between x {x1} and {x2}, y {y1} and {y2}",
-                  "crop out the {region} for me", "zoom into the {region}", "trim it to the {region}", "crop to {box}", "crop the area {box} please", "cut out {box} from the photo",
+                  "crop out the {region} for me", "zoom into the {region}", "trim it to the {region}", "crop to {box}",
+                  "crop the area {box} please", "cut out {box} from the photo",
                   "crop from ({x1}, {y1}) to ({x2}, {y2})", "crop the rectangle {x1},{y1} - {x2},{y2}",
                   "cut the picture to x {x1} to {x2}, y {y1} to {y2}",
                   "crop it: left {x1}, top {y1}, right {x2}, bottom {y2}", "keep only pixels {x1} {y1} {x2} {y2}",
@@ -148,12 +158,14 @@ CASUAL: dict[str, list[str]] = {  # more ways people ask for the tools that run 
                    "tickets cost {a} dollars each and we need {b}, how much is that?",
                    "we split a bill of ${a} between {b} people, how much does each pay?",
                    "i had {a} euros and spent {b}, how much is left?", "add {a} and {b}",
-                   "multiply {a} by {b}", "hey can you do {expression} real quick", "what is {expression}?", "calculate {expression}", "{expression} = ?", "how much is {expression}",
+                   "multiply {a} by {b}", "hey can you do {expression} real quick", "what is {expression}?",
+                   "calculate {expression}", "{expression} = ?", "how much is {expression}",
                    "what's {a} plus {b}", "can you work out {a} times {b}?", "what do i get if i divide {a} by {b}",
                    "{a} minus {b}?", "compute {expression} for me", "quick math: {expression}"],
     "Calendar": ["what's the date", "hey what day is it today?", "remind me what today's date is",
                  "which day of the week are we on?", "is it the weekend yet?", "what month are we in?",
-                 "what's the date today, i lost track", "tell me today's day and date", "what's today's date?", "what day is it", "tell me the date", "which weekday is today?",
+                 "what's the date today, i lost track", "tell me today's day and date", "what's today's date?",
+                 "what day is it", "tell me the date", "which weekday is today?",
                  "do you know what day of the week it is?", "what is the date today", "is today a weekday?",
                  "today's date please"],
     "WikiSearch": ["tell me about {topic}", "what do you know about {topic}?", "search the encyclopedia for {topic}",
