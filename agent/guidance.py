@@ -2,7 +2,7 @@
 
 llguidance rather than xgrammar: it reads our GBNF as it is (`grammar_from("gbnf", …)`) and computes a token mask
 in tens of microseconds. On llama.cpp it replaces llama.cpp's own grammar sampler, which llama-cpp-python applies
-to all 49,152 tokens at every step (llama.cpp #4218): see the README's speed table.
+to all 49,152 tokens at every step (llama.cpp #4218): see docs/controller-prompting.md's speed table.
 """
 from __future__ import annotations
 

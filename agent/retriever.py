@@ -3,7 +3,7 @@
 The classifier (all-MiniLM-L6-v2 embeddings -> logistic regression, gold tool -> label) is trained on instruction
 records by `python -m training retriever` and shipped beside the adapter; it is a trained artefact, keyed by the
 tool names it learnt. Measured on the hand-written cases over all 36 tools: recall@5 100 % (BM25 over the tools'
-names, descriptions and phrasings: 97.6 %; the embeddings zero-shot: 92.9 %); see the README.
+names, descriptions and phrasings: 97.6 %; the embeddings zero-shot: 92.9 %); see docs/controller-prompting.md.
 """
 from __future__ import annotations
 

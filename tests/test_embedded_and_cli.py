@@ -36,7 +36,7 @@ OFFLINE_REQUESTS = [  # (photo, what a user types, the tool, what its Observatio
     ("grace_hopper.jpg", "Detect the faces in this photo.", "Face Detection On Image", "_face_"),
     ("chelsea.png", "Super-resolve this image.", "Super Resolution On Image", "_upscale_"),
 ]  # not Crop Image, and "Super-resolve" rather than "higher resolution" or "upscale", which the shipped adapter
-# sends to Crop Image: the 135M controller's weak kinds (README, "The shipped adapter")
+# sends to Crop Image: the 135M controller's weak kinds (docs/adapter.md)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from training.filters import filter_records
 from training.generate import build_dataset, generate, generation_prompt, parse_reply
 from training.records import GoldStep, load_jsonl
 from training.teachers import Annotation, LLMTeacher, TeacherFailed, TeacherRequest, TemplateTeacher, load_teacher
-from visual_tools import VISUAL_TOOL_CLASSES, ToolRegistry
+from visual_tools import TOOL_CLASSES, VISUAL_TOOL_CLASSES, ToolRegistry
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 REGISTRY = ToolRegistry.from_load("Image2Canny_cpu,CropImage_cpu,VisualQuestionAnswering_cpu,CannyText2Image_cpu,"
@@ -35,8 +35,8 @@ def images(tmp_path) -> Path:
 
 
 def test_every_tool_has_template_phrasings_and_the_prompt_lists_the_registry():
-    from training.templates import PHRASINGS
-    assert set(PHRASINGS) == set(VISUAL_TOOL_CLASSES) | {"Calculator", "Calendar", "WikiSearch"}  # + the chat's
+    phrased = {name for name, cls in TOOL_CLASSES.items() if cls.phrasings}
+    assert phrased == set(VISUAL_TOOL_CLASSES) | {"Calculator", "Calendar", "WikiSearch"}  # + the chat's
     prompt = generation_prompt(Annotation("a cat", {"cat": [1, 2, 3, 4]}), REGISTRY.all(), 12)
     assert 'Image caption: "a cat. Objects: cat [1, 2, 3, 4]"' in prompt
     assert f"Below are {len(REGISTRY.tools)} visual tools" in prompt and "generate 12 visual instructions" in prompt

@@ -170,7 +170,7 @@ def test_a_prompt_longer_than_the_context_loses_its_oldest_turns(store):
                                                                           history, store))
     assert not [e for e in events if isinstance(e, ErrorEvent)]  # the oldest turns gave way: the turn ran
     # whether the model then calls Edge Detection is its judgement (the shipped round-1 adapter answers instead
-    # after this long chat; README, The shipped adapter); the grammar keeps any call to this chat's image
+    # after this long chat; docs/adapter.md); the grammar keeps any call to this chat's image
     assert isinstance(events[-1], AnswerEvent)
     assert all(name in e.tool_input for e in events if isinstance(e, ToolCallEvent))
 

@@ -9,7 +9,9 @@ import torch
 from PIL import Image
 from transformers import BlipForConditionalGeneration, BlipForQuestionAnswering, BlipProcessor
 
-from visual_tools import TOOL_CLASSES, Input, Tool, ToolInputError, ToolRegistry, invoke, parse_load
+from visual_tools import (TEXT_TOOL_CLASSES, TOOL_CLASSES, VISUAL_TOOL_CLASSES, Input, Tool, ToolInputError,
+                          ToolRegistry, invoke, parse_load)
+from visual_tools.registry import ORDER
 from visual_tools.blip import ImageCaptioning, VisualQuestionAnswering
 from visual_tools.canny import Image2Canny
 
@@ -26,6 +28,12 @@ def test_every_tool_keeps_the_contract(cls):
     ok, reason = tool.availability()
     assert ok or "python -m visual_tools fetch" in reason or "pip install" in reason
     assert tool.schema()["available"] == ok and tool.schema()["reason"] == reason
+
+
+def test_the_registry_finds_every_tool_in_the_prompt_order():
+    assert list(TOOL_CLASSES)[:len(ORDER)] == list(ORDER)  # what the shipped adapter was trained on
+    assert len(VISUAL_TOOL_CLASSES) == 31 and list(TEXT_TOOL_CLASSES) == ["Calculator", "Calendar", "WikiSearch",
+                                                                          "QA", "MT"]
 
 
 def test_the_registry_has_unique_names():

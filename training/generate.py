@@ -163,7 +163,7 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
         raise ValueError(f"no images in {images} ({len(report.skipped_files)} other files skipped)")
     # instructions for the visual tools and the text tools the template teacher can phrase; any tool may be offered
     pool = registry.all()
-    tools = [t for t in pool if type(t).__name__ in VISUAL_TOOL_CLASSES or type(t).__name__ in templates.PHRASINGS]
+    tools = [t for t in pool if type(t).__name__ in VISUAL_TOOL_CLASSES or t.phrasings]
     low, high = offer if isinstance(offer, tuple) else (offer, offer)
     done = {json.loads(line)["source"]["job"] for line in raw_out.read_text().splitlines() if line.strip()} \
         if raw_out.is_file() else set()

@@ -19,9 +19,8 @@ from visual_tools import ToolRegistry
 from .generate import parse_reply
 from .records import Record
 from .teachers import Annotation, TeacherRequest, TemplateTeacher
-from .templates import PHRASINGS
 
-C = 10.0  # inverse regularisation; 1, 10 and 100 measured (README): 10 was best at recall@1 and @2
+C = 10.0  # inverse regularisation; 1, 10 and 100 measured: 10 was best at recall@1 and @2
 MIN_EXAMPLES = 20  # tools with fewer examples in the records get this many template phrasings
 
 
@@ -33,7 +32,7 @@ def examples(records: Sequence[Record], registry: ToolRegistry, seed: int = 0) -
     pairs = [(r.instruction, tool) for r in records for tool in dict.fromkeys(r.used_tools()[r.given_steps:])
              if tool in names]
     counts = Counter(tool for _, tool in pairs)
-    short = [t for t in tools if counts[t.name] < MIN_EXAMPLES and type(t).__name__ in PHRASINGS]
+    short = [t for t in tools if counts[t.name] < MIN_EXAMPLES and t.phrasings]
     for i, tool in enumerate(short):
         request = TeacherRequest("", Annotation("a photo", {"object": [0, 0, 64, 64]}), [tool],
                                  MIN_EXAMPLES - counts[tool.name], seed + i)

@@ -16,7 +16,7 @@ from agent.controller import Controller, ControllerError, load_controller
 from visual_tools import Tool
 
 from . import templates
-from .templates import ARG_SLOTS, PHRASINGS, TEXT_SLOT
+from .templates import ARG_SLOTS
 
 EXAMPLE_IMAGE = "example.jpg"  # the prompt's stand-in for the image, replaced by the record's image name
 
@@ -83,7 +83,7 @@ class LLMTeacher:
 
 
 class TemplateTeacher:
-    """Offline: composes varied instructions from per-tool phrasings and the image's annotation."""
+    """Offline: composes varied instructions from the tools' `phrasings` and the image's annotation."""
 
     name = "template"
 
@@ -103,12 +103,12 @@ class TemplateTeacher:
                      "box": str(request.annotation.objects.get(obj, [0, 0, 256, 256])),
                      "region": rng.choice(list(templates.REGIONS)),
                      "topic": rng.choice(_topics())}
-            phrasing = rng.choice(PHRASINGS[type(tool).__name__])
+            phrasing = rng.choice(tool.phrasings)
             slots.update(_box_slots(phrasing, rng, slots["region"]))
             slots.update(_arithmetic_slots(phrasing, rng))
             instruction = phrasing.format(**slots)
             args = [EXAMPLE_IMAGE if spec.type == "image_path"
-                    else slots[ARG_SLOTS.get(spec.name) or TEXT_SLOT.get(type(tool).__name__, "scene")]
+                    else slots[tool.arg_slots.get(spec.name) or ARG_SLOTS.get(spec.name, "scene")]
                     for spec in tool.inputs]
             lines.append(f"{i + 1}. {instruction}, [{', '.join([tool.name, *args])}]")
         return "\n".join(lines)

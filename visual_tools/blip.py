@@ -37,6 +37,9 @@ class ImageCaptioning(_Blip):
     checkpoints = ("Salesforce/blip-image-captioning-base",)
     params_m = 247
     model_class = BlipForConditionalGeneration
+    phrasings = ("What is in this photo?", "Describe the picture for me.", "Can you tell me what this image shows?",
+                 "Give me a short caption for this picture.", "What's going on in this image?",
+                 "I can't see the image well; describe it, please.")
 
     def forward(self, image_path: Path) -> str:
         return self._generate(image_path)
@@ -53,6 +56,9 @@ class VisualQuestionAnswering(_Blip):
     checkpoints = ("Salesforce/blip-vqa-base",)
     params_m = 385
     model_class = BlipForQuestionAnswering
+    phrasings = ("{question}", "Look at the picture and tell me: {question}",
+                 "Answer a question about the image: {question}", "I'd like to know: {question}",
+                 "Quick question about the photo. {question}")
 
     def forward(self, image_path: Path, question: str) -> str:
         return self._generate(image_path, question)

@@ -21,6 +21,17 @@ class Image2Canny(Tool):
     op = "edge"
     backend = "OpenCV Canny (thresholds 100, 200, as GPT4Tools)"
     low_threshold, high_threshold = 100, 200
+    phrasings = ("Detect the edges of this image.", "Run canny edge detection on the picture.",
+                 "Show me the outlines in this photo as an edge map.", "Can you find the edges of the {object}?",
+                 "Extract a canny edge image from the picture.", "I need the edge map of this photo.",
+                 "draw just the outlines of the things in the photo", "edge detection, please",
+                 "give me an outline version of this photo", "where are the contours? draw them",
+                 "draw the borders between the objects", "make a black and white edge map",
+                 "outline the shapes in this photo", "edges please", "can you do edge detection on my photo?",
+                 "show me where the edges are", "make an edge map out of this pic",
+                 "find the object boundaries in the image", "run canny on it", "get me the outlines of this picture",
+                 "i need an edge image of this", "highlight the edges in the photo",
+                 "could you extract the contours of the image?")
 
     def forward(self, image_path: Path) -> Image.Image:
         rgb = np.array(Image.open(image_path).convert("RGB"))

@@ -36,6 +36,25 @@ class CropImage(Tool):
     output = "image_path"
     op = "crop"
     backend = "Pillow"
+    phrasings = ("Crop the {object} out of the image.", "Cut out the region {box} from the picture.",
+                 "I only want the part with the {object}; crop it, please.", "Crop the image to the {object}.",
+                 "Zoom in on the {object} by cropping the photo.", "Crop the {region} of this image.",
+                 "Keep only the {region} of the picture.", "Cut the {region} out of the photo.",
+                 "crop x {x1}-{x2}, y {y1}-{y2}", "cut out x from {x1} to {x2} and y from {y1} to {y2}",
+                 "crop a {w}x{h} box starting at ({x1}, {y1})", "crop {w} by {h} pixels from the point {x1},{y1}",
+                 "top-left corner ({x1}, {y1}), bottom-right corner ({x2}, {y2}): crop that",
+                 "crop from pixel {x1},{y1} to pixel {x2},{y2}", "crop: left={x1} top={y1} right={x2} bottom={y2}",
+                 "please crop the image to {x1},{y1},{x2},{y2}", "crop {x1} {y1} {x2} {y2}",
+                 "crop the rectangle starting at x={x1}, y={y1}, {w} wide and {h} tall",
+                 "i want the area between x {x1} and {x2}, y {y1} and {y2}", "crop out the {region} for me",
+                 "zoom into the {region}", "trim it to the {region}", "crop to {box}", "crop the area {box} please",
+                 "cut out {box} from the photo", "crop from ({x1}, {y1}) to ({x2}, {y2})",
+                 "crop the rectangle {x1},{y1} - {x2},{y2}", "cut the picture to x {x1} to {x2}, y {y1} to {y2}",
+                 "crop it: left {x1}, top {y1}, right {x2}, bottom {y2}", "keep only pixels {x1} {y1} {x2} {y2}",
+                 "crop with the box ({x1}, {y1}, {x2}, {y2})", "crop the fractions {fbox}",
+                 "crop to {fbox} of the image (fractions)", "crop the part {fbox}, in fractions of the size",
+                 "crop the {region}", "only keep the {region} please", "can you cut away everything but the {region}?",
+                 "crop it to the {region}", "just the {region} of the photo")
 
     def forward(self, image_path: Path, coordinates: str) -> Image.Image:
         image = Image.open(image_path).convert("RGB")

@@ -22,6 +22,9 @@ class Image2Depth(Tool):
     backend = "DPT depth estimation through transformers"
     checkpoints = ("Intel/dpt-large",)  # the depth-estimation pipeline's default, as GPT4Tools uses it
     params_m = 343
+    phrasings = ("Predict the depth of this image.", "Estimate a depth map for the picture.",
+                 "How far away is everything? Show me the depth.", "Generate the depth map of this photo.",
+                 "Detect the depth of the {object} and its surroundings.")
 
     def setup(self) -> None:
         from transformers import pipeline
@@ -49,6 +52,9 @@ class Image2Normal(Tool):
     backend = "DPT depth (the depth tool's model) + Sobel gradients, as GPT4Tools computes it"
     requires = ("Image2Depth",)
     background = 0.4  # normalised depth below this is background (flat normal)
+    phrasings = ("Predict the normal map of this image.", "Estimate surface normals for the picture.",
+                 "Generate a normal map from this photo.", "Show me the normals of the {object} scene.",
+                 "Compute the normal map of this image.")
 
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")

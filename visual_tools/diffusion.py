@@ -23,6 +23,15 @@ CONDITION_TEMPLATE = ("useful when you want to generate a new real image from bo
                       "representing the image_path and the user description{end}")
 
 
+def _conditioned(map_name: str, short: str) -> tuple[str, ...]:
+    """A ControlNet tool's phrasings, by what people call its condition map: in full and for short."""
+    return (f"Use the {map_name} of this image to generate {{scene}}.",
+            f"Keep the {short} of this picture but make it {{scene}}.",
+            f"Generate a new real image of {{scene}} from the {map_name} of the photo.",
+            f"From this image's {short}, create {{scene}}.",
+            f"Make {{scene}} that follows the {map_name} of this picture.")
+
+
 def _fit(image: Image.Image, size: int) -> Image.Image:
     """Scale so the longer side is `size`, both sides multiples of 8 (what the UNet needs)."""
     ratio = size / max(image.size)
@@ -53,6 +62,8 @@ class Text2Image(_Diffusion):
     checkpoints = ("stable-diffusion-v1-5/stable-diffusion-v1-5",)
     params_m = 1066  # UNet 860M + CLIP text encoder 123M + VAE 84M
     steps, guidance = 50, 7.5
+    phrasings = ("Generate an image of {scene}.", "Draw {scene} for me.", "Can you create a picture of {scene}?",
+                 "Make an image showing {scene}.", "I want a new picture: {scene}.", "Paint {scene}.")
 
     def setup(self) -> None:
         from diffusers import StableDiffusionPipeline
@@ -77,6 +88,9 @@ class InstructPix2Pix(_Diffusion):
     checkpoints = ("timbrooks/instruct-pix2pix",)
     params_m = 1066  # UNet 860M + CLIP text encoder 123M + VAE 84M
     steps = 40
+    phrasings = ("{style}", "Edit the photo: {style}", "Change the picture so that you {style_lower}",
+                 "Restyle this image: {style}", "Please {style_lower}")
+    arg_slots = {"text": "style"}
 
     def setup(self) -> None:
         from diffusers import EulerAncestralDiscreteScheduler, StableDiffusionInstructPix2PixPipeline
@@ -118,6 +132,7 @@ class CannyText2Image(_ControlNet):
                                             end=". ")
     op, checkpoints = "canny2image", ("lllyasviel/control_v11p_sd15_canny",)
     condition = "Image2Canny"
+    phrasings = _conditioned("canny edge map", "edges")
 
 
 class LineText2Image(_ControlNet):
@@ -126,6 +141,7 @@ class LineText2Image(_ControlNet):
                                             these="this straight lines", end=". ")
     op, checkpoints = "line2image", ("lllyasviel/control_v11p_sd15_mlsd",)
     condition = "Image2Line"
+    phrasings = _conditioned("straight line map", "straight lines")
 
 
 class HedText2Image(_ControlNet):
@@ -134,6 +150,7 @@ class HedText2Image(_ControlNet):
                                             these="this hed boundary", end="")
     op, checkpoints = "hed2image", ("lllyasviel/control_v11p_sd15_softedge",)
     condition = "Image2Hed"
+    phrasings = _conditioned("soft HED boundary map", "HED boundaries")
 
 
 class ScribbleText2Image(_ControlNet):
@@ -143,6 +160,7 @@ class ScribbleText2Image(_ControlNet):
                    "of two, representing the image_path and the user description")
     op, checkpoints = "scribble2image", ("lllyasviel/control_v11p_sd15_scribble",)
     condition = "Image2Scribble"
+    phrasings = _conditioned("sketch", "scribble")
 
 
 class PoseText2Image(_ControlNet):
@@ -153,6 +171,7 @@ class PoseText2Image(_ControlNet):
                    "comma separated string of two, representing the image_path and the user description")
     op, checkpoints = "pose2image", ("lllyasviel/control_v11p_sd15_openpose",)
     condition = "Image2Pose"
+    phrasings = _conditioned("human pose", "pose skeleton")
 
 
 class SegText2Image(_ControlNet):
@@ -161,6 +180,7 @@ class SegText2Image(_ControlNet):
                                             these="these segmentations", end="")
     op, checkpoints = "segment2image", ("lllyasviel/control_v11p_sd15_seg",)
     condition = "Image2Seg"
+    phrasings = _conditioned("segmentation map", "segmentations")
 
 
 class DepthText2Image(_ControlNet):
@@ -168,6 +188,7 @@ class DepthText2Image(_ControlNet):
     description = CONDITION_TEMPLATE.format(what="depth image", this="depth image", these="the depth map", end="")
     op, checkpoints = "depth2image", ("lllyasviel/control_v11f1p_sd15_depth",)
     condition = "Image2Depth"
+    phrasings = _conditioned("depth map", "depth")
 
 
 class NormalText2Image(_ControlNet):
@@ -175,4 +196,5 @@ class NormalText2Image(_ControlNet):
     description = CONDITION_TEMPLATE.format(what="normal map", this="normal map", these="the normal map", end="")
     op, checkpoints = "normal2image", ("lllyasviel/control_v11p_sd15_normalbae",)
     condition = "Image2Normal"
+    phrasings = _conditioned("normal map", "surface normals")
 

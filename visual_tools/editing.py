@@ -26,6 +26,9 @@ class ReplaceSomething(_Diffusion):
     params_m = 1066  # UNet 860M + CLIP text encoder 123M + VAE 84M
     requires = ("ObjectSegmenting",)
     padding = 20  # GPT4Tools grows the mask by 20 px so the inpainting blends in
+    phrasings = ("Replace the {object} with {new}.", "Swap the {object} for {new}.",
+                 "Change the {object} in the picture into {new}.", "Put {new} where the {object} is.",
+                 "Turn the {object} into {new}.")
 
     def setup(self) -> None:
         from diffusers import StableDiffusionInpaintPipeline
@@ -54,6 +57,9 @@ class RemoveSomething(_Diffusion):
     op = "remove-something"
     backend = "Replace Something From The Photo, with 'background' (as GPT4Tools does)"
     requires = ("ReplaceSomething",)
+    phrasings = ("Remove the {object} from the photo.", "Erase the {object} from the picture.",
+                 "Get rid of the {object} in this image.", "Make the {object} disappear.",
+                 "Can you delete the {object} from the image?")
 
     def forward(self, image_path: Path, object: str) -> Image.Image:
         return self.parts["ReplaceSomething"].forward(image_path, object, "background")

@@ -33,6 +33,13 @@ class FaceDetection(Tool):
     output = "image_path"
     op = "face"
     backend = "OpenCV Haar cascade, frontal faces (classical)"
+    phrasings = ("Find the faces in this photo.", "Detect every human face in the picture.",
+                 "Are there any faces here? Mark them.", "Draw boxes around the faces in the image.",
+                 "Locate the people's faces in this picture.", "who's in the picture? box their faces",
+                 "find every face", "outline the faces of the people", "are there people's faces in this photo?",
+                 "find faces", "detect the face in this picture", "how many people's faces can you find?",
+                 "box the faces", "mark any faces in the photo", "face detection please",
+                 "is there a face in this picture? show me", "can you spot the faces here?")
 
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")

@@ -33,6 +33,9 @@ class Text2Box(Tool):
     checkpoints = ("IDEA-Research/grounding-dino-tiny",)  # Swin-T OGC, GPT4Tools' choice
     params_m = 172
     box_threshold, text_threshold = 0.3, 0.25  # GPT4Tools' thresholds
+    phrasings = ("Detect the {object} in the picture.", "Where is the {object}? Draw a box around it.",
+                 "Find the {object} in this image.", "Locate the {object} for me.",
+                 "Can you show me where the {object} is?")
 
     def setup(self) -> None:
         from transformers import AutoModelForZeroShotObjectDetection, AutoProcessor
@@ -82,6 +85,9 @@ class Detection(Tool):
     op = "detect-all"
     backend = "Grounding DINO (the detection tool's model) prompted with the 80 COCO classes"
     requires = ("Text2Box",)
+    phrasings = ("Detect all the objects in this image.", "What objects are in the picture? Box them.",
+                 "Find every object in the photo.", "Run object detection on this image.",
+                 "Mark all the things you can detect in the picture.")
 
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")
@@ -118,6 +124,9 @@ class ObjectSegmenting(Tool):
     op = "segmentation"
     backend = "Grounding DINO boxes -> SAM masks (the two loaded tools)"
     requires = ("Text2Box", "Segmenting")
+    phrasings = ("Segment the {object} in the image.", "Cut out the {object} with a mask.",
+                 "Give me a segmentation mask of the {object}.", "Separate the {object} from the rest.",
+                 "Highlight only the {object} by segmenting it.")
 
     def object_masks(self, image: Image.Image, text: str, source: str) -> list[np.ndarray]:
         found = self.parts["Text2Box"].detect(image, text)

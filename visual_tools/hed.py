@@ -66,6 +66,9 @@ class Image2Hed(Tool):
     checkpoints = ("lllyasviel/Annotators",)
     checkpoint_files = (WEIGHTS,)
     params_m = 14.7
+    phrasings = ("Detect the soft HED boundaries of this image.", "Run HED boundary detection on the picture.",
+                 "Show me the soft edges of this photo.", "Give me the HED boundary map of the {object} picture.",
+                 "Extract soft boundaries from the image.")
 
     def setup(self) -> None:
         self.network = HedNetwork()

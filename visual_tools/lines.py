@@ -21,6 +21,17 @@ class Image2Line(Tool):
     op = "line-of"
     backend = "OpenCV LSD line segments (classical, in place of GPT4Tools' M-LSD)"
     min_length = 0.03  # of the image diagonal: shorter segments are texture, not lines
+    phrasings = ("Detect the straight lines in this image.", "Find all straight line segments in the picture.",
+                 "Show me the straight lines of the {object} and its surroundings.",
+                 "Perform straight line detection on this photo.", "Draw the line segments found in the image.",
+                 "find the straight edges like walls and poles", "mark only the ruler-straight lines",
+                 "detect straight segments, not every edge", "show the line segments of the buildings",
+                 "straight lines only please", "which lines in the photo are straight? draw them",
+                 "highlight the straight lines in this photo", "detect the line segments",
+                 "where are the straight lines?", "pick out the straight lines in this scene",
+                 "line detection on this pic please", "show me only the straight lines, not the curves",
+                 "i want the straight line segments of the photo", "find lines in this image",
+                 "can you mark the straight lines of the picture?")
 
     def forward(self, image_path: Path) -> Image.Image:
         gray = cv2.cvtColor(np.array(Image.open(image_path).convert("RGB")), cv2.COLOR_RGB2GRAY)

@@ -17,6 +17,13 @@ class TextDetection(Tool):
     output = "text"
     package = ("rapidocr_onnxruntime", "rapidocr-onnxruntime==1.4.4")
     backend = "RapidOCR (PP-OCRv4 detection + recognition, ONNX Runtime)"
+    phrasings = ("Read the text in this image.", "Is there any writing in the picture? Read it.",
+                 "Detect the text on the photo.", "What does the text in the image say?", "Run OCR on this picture.",
+                 "read the label for me", "what does the sign say?", "ocr please",
+                 "copy out the words you see in the image", "what's written here?", "read the sign in this photo",
+                 "extract the text from the picture", "any text in this image?", "tell me the words in the picture",
+                 "recognize the text in my photo", "can you read this for me?", "what do the letters in the image say?",
+                 "text detection please")
 
     def setup(self) -> None:
         from rapidocr_onnxruntime import RapidOCR

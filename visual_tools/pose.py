@@ -71,6 +71,14 @@ class Image2Pose(Tool):
     op = "human-pose"
     package = ("mediapipe", "mediapipe==0.10.14")
     backend = "MediaPipe Pose, drawn as OpenPose's 18 keypoints (in place of GPT4Tools' OpenPose)"
+    phrasings = ("Detect the human pose in this image.", "Show me the body keypoints of the person.",
+                 "Estimate the pose of the {object} in the photo.", "Generate a pose skeleton from this picture.",
+                 "Where are the person's joints? Draw the pose.", "draw the stick figure of the person",
+                 "estimate the body pose", "what pose is the person in? show it", "detect the human skeleton",
+                 "find the person's pose", "show me how the person is posed", "get the body skeleton of this person",
+                 "mark the joints of the person", "detect keypoints of the human body",
+                 "what's the posture of the person? draw it", "pose estimation please",
+                 "show the skeleton of whoever is in the picture")
 
     def setup(self) -> None:
         import mediapipe as mp

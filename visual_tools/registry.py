@@ -1,43 +1,47 @@
-"""Which tools exist, which load where (`--load "Class_device,..."`), and name look-up for the agent."""
+"""Which tools exist (found in this package's modules), which load where (`--load "Class_device,..."`), and name
+look-up for the agent."""
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 from collections.abc import Iterable
 
 import torch
 
 from .base import Tool, ToolInputError
-from .blip import ImageCaptioning, VisualQuestionAnswering
-from .canny import Image2Canny
-from .crop import CropImage
-from .depth import Image2Depth, Image2Normal
-from .diffusion import (CannyText2Image, DepthText2Image, HedText2Image, InstructPix2Pix, LineText2Image,
-                        NormalText2Image, PoseText2Image, ScribbleText2Image, SegText2Image, Text2Image)
-from .editing import RemoveSomething, ReplaceSomething
-from .faces import FaceDetection
-from .grounding import Detection, ObjectSegmenting, Text2Box
-from .hed import Image2Hed
-from .lines import Image2Line
-from .ocr import TextDetection
-from .pose import Image2Pose
-from .sam import Segmenting
-from .shape import Text2Shape
-from .scribble import Image2Scribble
-from .segmentation import Image2Seg
-from .superres import SuperResolution
-from .text_tools import QA, MT, Calculator, Calendar, WikiSearch
 
-VISUAL_TOOL_CLASSES: dict[str, type[Tool]] = {
-    cls.__name__: cls for cls in (
-        ImageCaptioning, VisualQuestionAnswering, Image2Canny, Image2Line, Image2Scribble, Image2Pose, CropImage,
-        TextDetection, FaceDetection, SuperResolution, Text2Image, InstructPix2Pix, CannyText2Image,
-        LineText2Image, HedText2Image, ScribbleText2Image, PoseText2Image, SegText2Image, DepthText2Image,
-        NormalText2Image, Image2Depth, Image2Normal, Segmenting, Text2Box, ObjectSegmenting,
-        ReplaceSomething, RemoveSomething, Detection, Text2Shape, Image2Seg, Image2Hed)
-}
-TEXT_TOOL_CLASSES: dict[str, type[Tool]] = {  # Toolformer's text tools, also offered to the agent
-    cls.__name__: cls for cls in (Calculator, Calendar, WikiSearch, QA, MT)}
-TOOL_CLASSES = VISUAL_TOOL_CLASSES | TEXT_TOOL_CLASSES
+# The order prompts list the tools in (GPT4Tools' first): the shipped adapter was trained on it. A tool not named
+# here follows them, in the order `discover` finds it.
+ORDER = ("ImageCaptioning", "VisualQuestionAnswering", "Image2Canny", "Image2Line", "Image2Scribble", "Image2Pose",
+         "CropImage", "TextDetection", "FaceDetection", "SuperResolution", "Text2Image", "InstructPix2Pix",
+         "CannyText2Image", "LineText2Image", "HedText2Image", "ScribbleText2Image", "PoseText2Image", "SegText2Image",
+         "DepthText2Image", "NormalText2Image", "Image2Depth", "Image2Normal", "Segmenting", "Text2Box",
+         "ObjectSegmenting", "ReplaceSomething", "RemoveSomething", "Detection", "Text2Shape", "Image2Seg", "Image2Hed",
+         "Calculator", "Calendar", "WikiSearch", "QA", "MT")
+NOT_TOOLS = ("__main__", "registry", "ui")  # modules that import the registry or run a command
+
+
+def discover() -> dict[str, type[Tool]]:
+    """Every tool class, by class name: each class that declares its own `name` in a module of this package (modules
+    alphabetically, classes as defined), ordered by ORDER."""
+    found: dict[str, type[Tool]] = {}
+    for module_info in pkgutil.iter_modules(importlib.import_module(__package__).__path__):
+        if module_info.name in NOT_TOOLS:
+            continue
+        module = importlib.import_module(f"{__package__}.{module_info.name}")
+        for cls in [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Tool)
+                    and c.__module__ == module.__name__ and "name" in vars(c)]:
+            if found.setdefault(cls.__name__, cls) is not cls:
+                raise TypeError(f"two tool classes are named {cls.__name__}: --load names a tool by its class")
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return dict(sorted(found.items(), key=lambda item: rank.get(item[0], len(ORDER))))
+
+
+TOOL_CLASSES = discover()
+TEXT_TOOL_CLASSES: dict[str, type[Tool]] = {  # Toolformer's text tools: neither take nor make an image
+    name: cls for name, cls in TOOL_CLASSES.items() if "image_path" not in (cls.output, *(i.type for i in cls.inputs))}
+VISUAL_TOOL_CLASSES = {name: cls for name, cls in TOOL_CLASSES.items() if name not in TEXT_TOOL_CLASSES}
 
 
 def default_device() -> str:

@@ -40,6 +40,9 @@ class Segmenting(Tool):
     checkpoints = ("facebook/sam-vit-huge",)
     params_m = 641
     points_per_side, batch, min_iou, nms_iou = 16, 64, 0.88, 0.7  # SAM's automatic-mask defaults, coarser grid
+    phrasings = ("Segment everything in this image.", "Segment all the objects in the picture.",
+                 "Perform segmentation on this photo.", "Split the image into its parts.",
+                 "Generate segmentations for the whole picture.")
 
     def setup(self) -> None:
         from transformers import SamModel, SamProcessor

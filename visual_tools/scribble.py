@@ -20,6 +20,14 @@ class Image2Scribble(Tool):
     output = "image_path"
     op = "scribble"
     backend = "OpenCV smoothed Canny strokes (classical, in place of GPT4Tools' HED scribble)"
+    phrasings = ("Turn this photo into a scribble.", "Generate a sketch from this image.",
+                 "Make a rough pencil sketch of the {object} picture.", "Detect the sketch of this image.",
+                 "Give me a scribble drawing of the picture.", "turn it into a doodle", "make this look hand drawn",
+                 "convert the photo to a pencil drawing", "give me a sketch version of the picture",
+                 "scribble this photo", "draw this as a sketch", "make a scribble out of my photo",
+                 "sketchify this image", "can you turn the picture into a hand-drawn sketch?",
+                 "i want a pencil sketch version", "create a drawing of this photo", "make it look sketched",
+                 "sketch it for me")
 
     def forward(self, image_path: Path) -> Image.Image:
         gray = cv2.cvtColor(np.array(Image.open(image_path).convert("RGB")), cv2.COLOR_RGB2GRAY)

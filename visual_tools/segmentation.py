@@ -24,6 +24,9 @@ class Image2Seg(Tool):
     backend = "UperNet (ADE20K, 150 classes) through transformers"
     checkpoints = ("openmmlab/upernet-convnext-small",)
     params_m = 81
+    phrasings = ("Give me a semantic segmentation of this image.", "Label every region of the picture by class.",
+                 "Run semantic segmentation on this photo.", "Make a segmentation map of the scene.",
+                 "Which regions of the image are which? Segment it.")
 
     def setup(self) -> None:
         from transformers import AutoImageProcessor, UperNetForSemanticSegmentation

@@ -21,6 +21,8 @@ class Text2Shape(_Diffusion):
     checkpoints = ("openai/shap-e",)
     params_m = 430  # its text-conditional prior (300M) + CLIP ViT-L/14 text encoder (123M) + the renderer
     size, steps, guidance = 256, 64, 15.0  # Shap-E's own settings; `size` is the frame size
+    phrasings = ("Generate a 3D model of {scene}.", "Make a 3D asset of {scene}.", "Create {scene} in 3D.",
+                 "I need a 3D object: {scene}.", "Build a 3D shape of {scene}.")
 
     def setup(self) -> None:
         from diffusers import ShapEPipeline

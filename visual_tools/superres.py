@@ -18,6 +18,16 @@ class SuperResolution(Tool):
     op = "upscale"
     backend = "classical 2x Lanczos upscale + unsharp mask (not a learned super-resolution model)"
     scale = 2
+    phrasings = ("Upscale this image.", "Make the picture sharper and bigger.",
+                 "Increase the resolution of this photo.", "Enhance the image to a higher resolution.",
+                 "The photo is too small; super-resolve it.", "enlarge this photo", "can you make the picture larger?",
+                 "i want a higher resolution version", "upscale it 2x please",
+                 "it's pixelated, can you make it bigger and sharper?", "make the image bigger without losing quality",
+                 "super resolution please", "double the size of this photo", "enhance this low quality image",
+                 "increase the pixels of this image", "make it bigger", "increase the image size", "upscale my photo",
+                 "this is low-res, fix it", "can you improve the quality and size?", "sharpen and enlarge this picture",
+                 "make a high resolution copy of this image", "blow this picture up to a larger size",
+                 "the photo is too blurry and small, can you make it better?", "i need it at 2x resolution")
 
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")

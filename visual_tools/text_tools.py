@@ -83,6 +83,15 @@ class Calculator(Tool):
     output = "text"
     op = "calc"
     backend = "Python's ast: a safe arithmetic evaluator (never eval), 2 decimals"
+    phrasings = ("what's {a_words} times {b_words}?", "{a_words} plus {b_words} is what?",
+                 "what is {a_words} minus {b_words}", "i bought {b} things at ${a} each, what's the total?",
+                 "tickets cost {a} dollars each and we need {b}, how much is that?",
+                 "we split a bill of ${a} between {b} people, how much does each pay?",
+                 "i had {a} euros and spent {b}, how much is left?", "add {a} and {b}", "multiply {a} by {b}",
+                 "hey can you do {expression} real quick", "what is {expression}?", "calculate {expression}",
+                 "{expression} = ?", "how much is {expression}", "what's {a} plus {b}",
+                 "can you work out {a} times {b}?", "what do i get if i divide {a} by {b}", "{a} minus {b}?",
+                 "compute {expression} for me", "quick math: {expression}")
 
     def forward(self, expression: str) -> str:
         return calculate(expression)
@@ -97,6 +106,12 @@ class Calendar(Tool):
     op = "date"
     backend = "the system clock"
     today: Callable[[], date] = date.today
+    phrasings = ("what's the date", "hey what day is it today?", "remind me what today's date is",
+                 "which day of the week are we on?", "is it the weekend yet?", "what month are we in?",
+                 "what's the date today, i lost track", "tell me today's day and date", "what's today's date?",
+                 "what day is it", "tell me the date", "which weekday is today?",
+                 "do you know what day of the week it is?", "what is the date today", "is today a weekday?",
+                 "today's date please")
 
     def parse_input(self, text: str) -> dict[str, str]:
         return {}  # whatever the model writes after "Action Input:", the date needs nothing
@@ -146,6 +161,9 @@ class WikiSearch(Tool):
     op = "search"
     backend = "BM25 (bm25s) over a local passage corpus"
     max_chars = 400
+    phrasings = ("tell me about {topic}", "what do you know about {topic}?", "search the encyclopedia for {topic}",
+                 "give me some facts about {topic}", "look up {topic}", "i'd like to learn about {topic}",
+                 "find information on {topic}", "what is {topic}?")
 
     def __init__(self, device: str = "cpu", checkpoint: str | None = None):
         super().__init__(device)

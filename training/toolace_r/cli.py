@@ -21,7 +21,7 @@ def add_parsers(sub) -> None:
     t.add_argument("--format", default="python", choices=["python", "gpt4tools"],
                    help="how records are rendered: BFCL's function calling, or GPT4Tools' Thought/Action steps")
     t.add_argument("--sampler", default=None,
-                   help="an OpenAI-compatible URL (a vLLM server of the same base, runtime LoRA on: see the README) "
+                   help="an OpenAI-compatible URL (a vLLM server of the same base, runtime LoRA: docs/deploy.md) "
                         "that draws the k samples and dev answers; training stays on this machine")
     t.add_argument("--iters", type=int, default=3)
     t.add_argument("--alpha", type=float, default=0.0, help="keep samples with alpha < D < beta")
