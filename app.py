@@ -11,8 +11,9 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from agent.chat_ui import ChatServices, build_chat_tab  # noqa: E402
+from agent.chat_ui import ChatServices, build_chat_tab, controls  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
+from agent.factory import ControllerSpec, add_engine_flag  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
 from agent.shortlist import DEFAULT_K  # noqa: E402
 from training.review_store import ReviewStore  # noqa: E402
@@ -44,6 +45,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(e.g. lmsys/vicuna-13b-v1.5), or an OpenAI-compatible URL such as "
                              "http://127.0.0.1:8000/v1#model-name (default: embedded)")
     parser.add_argument("--adapter", default=None, help="a peft LoRA adapter folder to apply to the controller")
+    add_engine_flag(parser)
     parser.add_argument("--load", default=None,
                         help='tools and devices, e.g. "ImageCaptioning_cuda:0,Image2Canny_cpu" '
                              "(default: every tool, on cuda:0 if present else cpu)")
@@ -126,11 +128,10 @@ def _wire_load_in_chat(train: dict, chat: dict, tabs: gr.Tabs) -> None:
 
     def pick(adapter: str):
         meta = json.loads((Path(adapter) / "toolsmith.json").read_text())
-        base = meta["config"]["base"]
-        return ("embedded", "", adapter) if base == "embedded" else ("transformers", base, adapter)
+        return controls(ControllerSpec.parse(meta["config"]["base"], adapter))
 
-    train["load_in_chat"].click(pick, train["adapter"], [chat["backend"], chat["location"], chat["adapter"]],
-                                api_name="load_in_chat").then(
+    picker = [chat["backend"], chat["location"], chat["adapter"], chat["engine"]]
+    train["load_in_chat"].click(pick, train["adapter"], picker, api_name="load_in_chat").then(
         load, inputs, outputs).then(lambda: gr.Tabs(selected="chat"), None, tabs)
 
 
@@ -150,9 +151,9 @@ def main(argv: list[str] | None = None) -> None:
         registry = ToolRegistry.from_load(args.load)
     except ValueError as exc:
         raise SystemExit(f"error: --load: {exc}") from None
-    pool = ControllerPool(default=(args.controller, args.adapter))
     print(f"Loading controller {args.controller}...", flush=True)
     try:
+        pool = ControllerPool(default=ControllerSpec.parse(args.controller, args.adapter, args.engine))
         print(f"Controller ready: {pool.get().name}", flush=True)
     except ControllerError as exc:
         raise SystemExit(f"error: {exc}") from None

@@ -1,6 +1,7 @@
 """The controller LLM, the GPT4Tools prompt, and the Thought/Action/Observation loop."""
-from .controller import Controller, ControllerError, load_controller
+from .controller import Capability, Controller, ControllerError
+from .factory import ControllerSpec, load_controller
 from .loop import Agent
 from .session import ChatSession
 
-__all__ = ["Controller", "ControllerError", "load_controller", "Agent", "ChatSession"]
+__all__ = ["Capability", "Controller", "ControllerError", "ControllerSpec", "load_controller", "Agent", "ChatSession"]

@@ -4,11 +4,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from visual_tools import ImageInputError, ToolRegistry
 
-from .controller import ControllerError, load_controller
+from .controller import ControllerError
 from .events import DraftEvent
+from .factory import ControllerSpec, add_engine_flag, load_controller
 from .loop import Agent
 from .session import ChatSession
 from .shortlist import DEFAULT_K, load_shortlist, retriever_folder
@@ -27,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in (chat, serve):
         p.add_argument("--controller", default="embedded", help="embedded | hub id or folder | http(s) URL")
         p.add_argument("--adapter", default=None, help="a peft LoRA adapter folder")
+        add_engine_flag(p)
     chat.add_argument("--load", default=None, help='tools and devices, e.g. "Image2Canny_cpu"')
     chat.add_argument("--max-steps", type=int, default=5)
     chat.add_argument("--shortlist", type=int, default=DEFAULT_K, metavar="K",
@@ -35,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     try:
-        controller = load_controller(args.controller, adapter=args.adapter)
+        spec = ControllerSpec.parse(args.controller, args.adapter, args.engine)
+        controller = load_controller(spec)
     except ControllerError as exc:
         print(json.dumps({"type": "ErrorEvent", "message": str(exc)}))
         return 1
@@ -44,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from .server import create_app
         app = create_app(controller, args.model_name or controller.name,
-                         load_adapter=lambda path: load_controller(args.controller, adapter=path))
+                         load_adapter=lambda path: load_controller(replace(spec, adapter=path)))
         uvicorn.run(app, host=args.host, port=args.port)
         return 0
 
@@ -56,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImageInputError as exc:
         print(json.dumps({"type": "ErrorEvent", "message": str(exc)}))
         return 1
-    shortlist, note = load_shortlist(args.shortlist, retriever_folder(args.adapter), registry.all())
+    shortlist, note = load_shortlist(args.shortlist, retriever_folder(spec.adapter), registry.all())
     if note:
         print(json.dumps({"type": "NoteEvent", "message": note}), flush=True)
     agent = Agent(controller, registry, max_steps=args.max_steps, shortlist=shortlist, grammar=not args.no_grammar)

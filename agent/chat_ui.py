@@ -13,9 +13,10 @@ import gradio as gr
 from visual_tools import TEXT_TOOL_CLASSES, ImageInputError, ImageStore, ToolRegistry
 from visual_tools.zerogpu import on_gpu
 
-from .controller import ControllerError
+from .controller import Capability, ControllerError
 from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, OfferEvent, ThoughtEvent,
                      ToolCallEvent)
+from .factory import ControllerSpec, engines_for
 from .loop import Agent
 from .pool import ControllerPool
 from .prompts import Turn
@@ -24,7 +25,8 @@ from .shortlist import DEFAULT_K, Shortlist, load_shortlist, retriever_folder
 
 BACKENDS = [("Embedded (SmolLM2-135M, offline)", "embedded"),
             ("transformers: hub id or local folder", "transformers"),
-            ("OpenAI-compatible URL (…/v1, optional #model)", "openai")]
+            ("OpenAI-compatible URL (…/v1, optional #model)", "openai")]  # the values: ControllerSpec's kinds
+EMBEDDED_ENGINES = ["auto", *engines_for("embedded")]
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 EXAMPLES = [("Detect the edges of this image.", "chelsea.png"),
             ("Find the faces in this photo.", "grace_hopper.jpg"),
@@ -37,6 +39,11 @@ def describe(name: str) -> str:
     return f"✅ Using **{name}**" + (f"\n\n{UNTUNED}" if "untuned" in name else "")
 
 
+def controls(spec: ControllerSpec) -> tuple[str, str, str, str]:
+    """What the controller picker (backend, location, adapter, engine) shows for `spec`."""
+    return spec.kind, spec.location, spec.adapter or "", spec.engine if spec.kind == "embedded" else "auto"
+
+
 DRAFT_INTERVAL = 0.1  # seconds between two redraws of a step being written
 MAX_MESSAGE_CHARS = 4000  # a longer message would not fit the controller's context with the tool list
 MODES = [("GPT4Tools agent (visual tools)", "agent"), ("Toolformer (text tools, calls in the top-k)", "toolformer")]
@@ -45,9 +52,10 @@ MODES = [("GPT4Tools agent (visual tools)", "agent"), ("Toolformer (text tools, 
 @dataclass
 class ChatServices:
     """What the Chat tab shares across sessions. `toolformer(controller, question, tools)` answers a text question
-    with Toolformer's call decoding; `refine(controller)` wraps a controller in ToolACE-R's adaptive self-refinement
-    (both given by the app: they live in the training package); None hides the switch. `tool_timeout`: seconds a
-    tool call may take before the agent goes on without it. `demo` (a shared Space): the default controller only."""
+    with Toolformer's call decoding (it needs `Capability.WEIGHTS`); `refine(controller)` wraps a controller in
+    ToolACE-R's adaptive self-refinement, whose `rounds_log` lists each step's rounds (both given by the app: they
+    live in the training package); None hides the switch. `tool_timeout`: seconds a tool call may take before the
+    agent goes on without it. `demo` (a shared Space): the default controller only."""
     registry: ToolRegistry
     controllers: ControllerPool
     max_steps: int = 5
@@ -76,7 +84,7 @@ class ChatState:
     messages: list[gr.ChatMessage] = field(default_factory=list)
     marks: list[int] = field(default_factory=list)  # message count before each history turn
     pending: str = ""
-    controller: tuple[str, str | None] | None = None
+    controller: ControllerSpec | None = None  # None: the app's default
     mode: str = "agent"
     refine: bool = False
     grammar: bool = True
@@ -145,9 +153,13 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                 clear = gr.Button("🗑️ Clear", size="sm")
         with gr.Column(scale=1):
             picker = not services.demo
-            backend = gr.Radio(BACKENDS, value="embedded", label="Controller", visible=picker)
-            location = gr.Textbox(label="Model id, folder or URL", placeholder="lmsys/vicuna-13b-v1.5", visible=picker)
-            adapter = gr.Textbox(label="LoRA adapter folder (optional)", visible=picker)
+            kind, where, lora, run_on = controls(services.controllers.default)
+            backend = gr.Radio(BACKENDS, value=kind, label="Controller", visible=picker)
+            location = gr.Textbox(where, label="Model id, folder or URL", placeholder="lmsys/vicuna-13b-v1.5",
+                                  visible=picker)
+            adapter = gr.Textbox(lora, label="LoRA adapter folder (optional)", visible=picker)
+            engine = gr.Radio(EMBEDDED_ENGINES, value=run_on, label="Engine", visible=picker and kind == "embedded",
+                              info="auto: llama.cpp where it is installed; transformers scores tokens (Toolformer)")
             load = gr.Button("Load controller", visible=picker)
             status = gr.Markdown(describe(services.controllers.get().name))
             mode = gr.Radio(MODES, value="agent", label="Mode", visible=services.toolformer is not None,
@@ -204,19 +216,25 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
             yield (st.messages if st else []), st
             return
         text, st.pending = st.pending, ""
+        toolformer = st.mode == "toolformer" and services.toolformer is not None
         try:
             controller = services.controllers.get(st.controller)
+            able = services.controllers.get(st.controller, need=Capability.WEIGHTS) if toolformer else controller
         except ControllerError as exc:
             st.session.history.append(Turn(text, f"Controller error: {exc}"))
             st.messages.append(gr.ChatMessage(content=f"⚠️ Controller error: {exc}"))
             yield st.messages, st
             return
-        if st.mode == "toolformer" and services.toolformer is not None:
-            yield from toolformer_turn(controller, text, st)
+        if toolformer:
+            if able is not controller:
+                st.messages.append(gr.ChatMessage(
+                    content=f"{controller.name} keeps no transformers model to decode with calls: {able.name} answers",
+                    metadata={"title": "ℹ️ engine", "status": "done"}))
+            yield from toolformer_turn(able, text, st)
             return
-        if st.refine and services.refine is not None:
-            controller = services.refine(controller)
-        shortlist, note = services.shortlist(st.controller[1] if st.controller else services.controllers.default[1])
+        refiner = services.refine(controller) if st.refine and services.refine is not None else None
+        controller = refiner or controller
+        shortlist, note = services.shortlist((st.controller or services.controllers.default).adapter)
         if note:
             st.messages.append(gr.ChatMessage(content=note, metadata={"title": "⚠️ shortlist", "status": "done"}))
         agent = Agent(controller, services.registry, max_steps=services.max_steps, tool_timeout=services.tool_timeout,
@@ -228,13 +246,13 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                 continue  # every yield sends the whole conversation: a fast model's drafts are batched
             shown = time.monotonic()
             yield st.messages, st
-        if st.grammar and getattr(controller, "constrains", None) is False:
+        if st.grammar and Capability.GRAMMAR not in controller.capabilities:
             st.messages.append(gr.ChatMessage(content=f"{controller.name} does not take a grammar: its replies are "
                                                       "unconstrained (the parser still reads them).",
                                               metadata={"title": "⚠️ grammar", "status": "done"}))
-        if getattr(controller, "rounds_log", None):
+        if refiner is not None and refiner.rounds_log:
             st.messages.append(gr.ChatMessage(
-                content="refine rounds per step: " + ", ".join(map(str, controller.rounds_log)),
+                content="refine rounds per step: " + ", ".join(map(str, refiner.rounds_log)),
                 metadata={"title": "🔁 self-refine", "status": "done"}))
             yield st.messages, st
 
@@ -288,20 +306,19 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
         fresh = ChatState(controller=st.controller if st else None, grammar=st.grammar if st else services.grammar)
         return fresh.messages, fresh
 
-    def load_controller(kind: str, where: str, lora: str, st: ChatState | None, progress=gr.Progress()):
+    def load_controller(kind: str, where: str, lora: str, run_on: str | None, st: ChatState | None,
+                        progress=gr.Progress()):
+        """The picker's choice, made into a ControllerSpec (the engine counts for the embedded kind only)."""
         st = st or ChatState(grammar=services.grammar)
         if services.demo:
             return "⚠️ This shared demo runs its own controller only; run Toolsmith locally to load another.", st
-        where, lora = where.strip(), lora.strip() or None
-        if kind != "embedded" and not where:
-            return "⚠️ Enter a model id, folder or URL.", st
-        key = ("embedded" if kind == "embedded" else where, lora)
         progress(0, desc="Loading controller…")
         try:
-            controller = services.controllers.get(key)
+            spec = ControllerSpec(kind, where or "", lora, run_on if kind == "embedded" else None)
+            controller = services.controllers.get(spec)
         except ControllerError as exc:
             return f"⚠️ {exc}", st
-        st.controller = key
+        st.controller = spec
         return describe(controller.name), st
 
     box.submit(add_message, [box, state], [chatbot, box, state], api_name="add_message", queue=False).then(
@@ -312,8 +329,9 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
     grammar.change(set_grammar, [grammar, state], state, api_name="set_grammar")
     undo.click(undo_turn, state, [chatbot, state], api_name="undo")
     clear.click(clear_all, state, [chatbot, state], api_name="clear")
-    load.click(load_controller, [backend, location, adapter, state], [status, state], api_name="load_controller",
-               concurrency_id="controller")
+    backend.change(lambda k: gr.Radio(visible=k == "embedded"), backend, engine, api_visibility="private")
+    load.click(load_controller, [backend, location, adapter, engine, state], [status, state],
+               api_name="load_controller", concurrency_id="controller")
     return {"chatbot": chatbot, "box": box, "state": state, "status": status, "tools": tools,
-            "backend": backend, "location": location, "adapter": adapter, "mode": mode,
-            "load": (load_controller, [backend, location, adapter, state], [status, state])}
+            "backend": backend, "location": location, "adapter": adapter, "engine": engine, "mode": mode,
+            "load": (load_controller, [backend, location, adapter, engine, state], [status, state])}

@@ -1,7 +1,10 @@
-"""The controller protocol every backend implements, and the factory that picks a backend."""
+"""The controller protocol every engine implements, and what an engine declares it can do (`Capability`).
+
+Nothing here imports an engine: `agent.factory` turns a `ControllerSpec` into a controller."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from enum import Flag, auto
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -16,14 +19,23 @@ class PromptTooLong(ControllerError):
     """The prompt and the reply do not fit the model's context: the agent drops the oldest history and retries."""
 
 
+class Capability(Flag):
+    """What a controller can serve beyond `generate`/`stream`; each class declares its own in `capabilities`, and a
+    feature that needs one reads it there (never by probing attributes)."""
+    GRAMMAR = auto()  # decodes under a step grammar (`generate(grammar=...)`); without it the grammar is ignored
+    SCORES = auto()  # `token_logprobs(text)`: every token's log-probability (what `python -m agent serve` scores with)
+    WEIGHTS = auto()  # `model` and `tokenizer`: a transformers model in this process (Toolformer's call decoding)
+
+
 @runtime_checkable
 class Controller(Protocol):
     name: str
+    capabilities: Capability
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
                  temperature: float = 0.0, n: int = 1, grammar: Grammar | None = None) -> list[str]:
         """`n` continuations of `prompt`, each cut before the first stop string; decoded under `grammar` where the
-        engine can constrain (a controller that cannot ignores it; an HTTP one says so in `constrains`)."""
+        engine can constrain (one without `Capability.GRAMMAR` ignores it)."""
 
     def stream(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
                temperature: float = 0.0, grammar: Grammar | None = None) -> Iterator[str]:
@@ -53,21 +65,3 @@ def stream_until_stop(chunks: Iterable[str], stop: Sequence[str]) -> Iterator[st
     final = truncate_at(full, stop)
     if len(final) > emitted:
         yield final[emitted:]
-
-
-def load_controller(spec: str = "embedded", adapter: str | None = None, **kwargs) -> Controller:
-    """`embedded`, an `http(s)://…/v1[#model]` OpenAI-compatible URL, or a model id / local path.
-    `adapter="none"`: no adapter (for `embedded`: not even the shipped one)."""
-    spec = spec.strip()
-    if spec == "embedded":
-        from .embedded import load_embedded
-        return load_embedded(adapter=adapter, **kwargs)
-    adapter = None if adapter == "none" else adapter
-    if spec.startswith(("http://", "https://")):
-        if adapter:
-            raise ControllerError("an adapter cannot be applied to a remote controller; load it on the server")
-        from .openai_controller import OpenAIController
-        url, _, model = spec.partition("#")
-        return OpenAIController(url, model=model or None)
-    from .hf_controller import TransformersController
-    return TransformersController.from_pretrained(spec, adapter=adapter, **kwargs)

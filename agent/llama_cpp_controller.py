@@ -13,9 +13,9 @@ import weakref
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from .controller import ControllerError, PromptTooLong, stream_until_stop, truncate_at
+from .chat_format import ChatFormat, encode_prompt, format_prompt, resolve_chat_format
+from .controller import Capability, ControllerError, PromptTooLong, stream_until_stop, truncate_at
 from .grammar import Grammar
-from .hf_controller import ChatFormat, encode_prompt, format_prompt, resolve_chat_format
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ def compile_gbnf(llm, gbnf: str):
 class LlamaCppController:
     """`model_path`: a GGUF file (an adapter merged in: see `gguf_merge`); `tokenizer`: the Hugging Face
     tokenizer the model was trained with (its chat template renders the prompt)."""
+
+    capabilities = Capability.GRAMMAR
 
     def __init__(self, model_path: str | Path, tokenizer, *, chat_format: ChatFormat = "chat", n_ctx: int = 8192,
                  n_threads: int | None = None, name: str | None = None, matcher: str = "llguidance"):

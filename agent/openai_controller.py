@@ -9,7 +9,7 @@ from typing import TypeVar
 import httpx
 import openai
 
-from .controller import ControllerError, stream_until_stop, truncate_at
+from .controller import Capability, ControllerError, stream_until_stop, truncate_at
 from .grammar import Grammar
 
 T = TypeVar("T")
@@ -17,7 +17,10 @@ log = logging.getLogger(__name__)
 
 
 class OpenAIController:
-    """chat/completions for generation; completions with `echo` + `logprobs` for scoring (as vLLM serves)."""
+    """chat/completions for generation; completions with `echo` + `logprobs` for scoring (as vLLM serves).
+    A grammar is sent until the server refuses one: from then on this controller lacks `Capability.GRAMMAR`."""
+
+    capabilities = Capability.GRAMMAR
 
     def __init__(self, base_url: str, model: str | None = None, api_key: str | None = None,
                  timeout: float = 120.0, max_retries: int = 1):
@@ -26,7 +29,6 @@ class OpenAIController:
                                     api_key=api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY")
         self._model = model
         self.name = f"{model or 'first model'} @ {self.base_url}"
-        self.constrains: bool | None = None  # grammars: None until the server is asked, then whether it took one
 
     def _call(self, request: Callable[[], T]) -> T:
         try:
@@ -51,23 +53,21 @@ class OpenAIController:
 
     def _chat(self, prompt: str, stop: Sequence[str], grammar: Grammar | None = None, **kwargs):
         """One chat request; a grammar goes in vLLM's `structured_outputs` field (vLLM >= 0.12) until the server
-        refuses one, after which this controller asks unconstrained (said once in the log and in `constrains`)."""
+        refuses one, after which this controller asks unconstrained (said once in the log and in `capabilities`)."""
         def send(constrained: bool):
             extra = {"structured_outputs": {"grammar": grammar.whole}} if constrained else None
             return self.client.chat.completions.create(
                 model=self.model, messages=[{"role": "user", "content": prompt}],
                 stop=list(stop)[:4] or None, extra_body=extra, **kwargs)  # the API takes at most 4 stop strings
 
-        if grammar is None or self.constrains is False:
+        if grammar is None or Capability.GRAMMAR not in self.capabilities:
             return send(False)
         try:
-            reply = send(True)
+            return send(True)
         except openai.BadRequestError as exc:
-            self.constrains = False
+            self.capabilities = self.capabilities & ~Capability.GRAMMAR
             log.warning("%s refused a grammar (%s): its replies are unconstrained", self.base_url, str(exc)[:300])
             return send(False)
-        self.constrains = True
-        return reply
 
     def generate(self, prompt: str, *, stop: Sequence[str] = (), max_new_tokens: int = 256,
                  temperature: float = 0.0, n: int = 1, grammar: Grammar | None = None) -> list[str]:

@@ -1,24 +1,34 @@
-"""Loaded controllers, shared by every session (weights are read-only), keyed by what was asked for."""
+"""Loaded controllers, shared by every session (weights are read-only), keyed by their ControllerSpec."""
 from __future__ import annotations
 
 import threading
 
-from .controller import Controller, load_controller
+from .controller import Capability, Controller
+from .factory import ControllerSpec, load_controller, with_capability
 
 
 class ControllerPool:
-    def __init__(self, default: tuple[str, str | None] = ("embedded", None)):
-        self.default = default
-        self._loaded: dict[tuple[str, str | None], Controller] = {}
+    def __init__(self, default: ControllerSpec | None = None):
+        self.default = default or ControllerSpec()
+        self._loaded: dict[ControllerSpec, Controller] = {}
         self._lock = threading.Lock()
 
-    def add(self, key: tuple[str, str | None], controller: Controller) -> None:
-        self._loaded[key] = controller
+    def add(self, spec: ControllerSpec, controller: Controller) -> None:
+        self._loaded[spec] = controller
 
-    def get(self, key: tuple[str, str | None] | None = None) -> Controller:
-        """The controller for (spec, adapter), loading it on first request; raises ControllerError."""
-        key = key or self.default
+    def get(self, spec: ControllerSpec | None = None, need: Capability | None = None) -> Controller:
+        """The controller for `spec` (default: the app's), loaded on first request; raises ControllerError. With
+        `need`: where that controller lacks it, the same model on an engine that has it (loaded likewise); the
+        controller as it is where no engine has it (the feature then says what it needs)."""
+        spec = spec or self.default
         with self._lock:
-            if key not in self._loaded:
-                self._loaded[key] = load_controller(key[0], adapter=key[1])
-            return self._loaded[key]
+            controller = self._get(spec)
+            if need is not None and need not in controller.capabilities:
+                other = with_capability(spec, need)
+                controller = self._get(other) if other else controller
+            return controller
+
+    def _get(self, spec: ControllerSpec) -> Controller:
+        if spec not in self._loaded:
+            self._loaded[spec] = load_controller(spec)
+        return self._loaded[spec]

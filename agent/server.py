@@ -12,7 +12,7 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import PlainTextResponse, StreamingResponse
 from pydantic import BaseModel
 
-from .controller import Controller, ControllerError
+from .controller import Capability, Controller, ControllerError
 from .grammar import Grammar
 
 
@@ -125,7 +125,7 @@ def create_app(controller: Controller, model_name: str,
             raise HTTPException(400, "this server scores prompts on /v1/completions (echo=true, logprobs=0); "
                                      "generate through /v1/chat/completions")
         scorer = pick(req.model)
-        if not hasattr(scorer, "token_logprobs"):
+        if Capability.SCORES not in scorer.capabilities:
             raise HTTPException(400, f"{scorer.name} does not score tokens (llama.cpp generates only); serve a "
                                      "transformers controller (--controller <folder or hub id>) for logprobs")
         tokens, offsets, scores = scorer.token_logprobs(req.prompt)

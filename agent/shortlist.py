@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from .embedded import ADAPTER_DIR
+from .embedded import ADAPTER_DIR, NO_ADAPTER
 from .prompts import IMAGE_TURN, Turn
 
 DEFAULT_K = 5
@@ -70,7 +70,7 @@ class Shortlist:
 
 def retriever_folder(adapter: str | None = None) -> Path:
     """The classifier beside `adapter` where it has one, else the shipped one (it ranks tools for any controller)."""
-    own = Path(adapter) / RETRIEVER_DIR if adapter and adapter != "none" else None
+    own = Path(adapter) / RETRIEVER_DIR if adapter and adapter != NO_ADAPTER else None
     return own if own is not None and own.is_dir() else SHIPPED_RETRIEVER
 
 

@@ -25,7 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-ENGINES = ("transformers", "llama.cpp")
+from agent.factory import ControllerSpec, engines_for, load_controller  # noqa: E402
+
+ENGINES = engines_for("embedded")
 DECODE_PROMPT = "Write a long story about a lighthouse keeper and a storm."
 
 
@@ -53,11 +55,10 @@ def tokens(controller, text: str) -> int:
 
 def measure(engine: str, repeats: int) -> dict:
     """Everything but the starts, in this process (the caller runs it in a fresh one)."""
-    from agent.embedded import load_embedded
     from agent.loop import Agent
     from agent.prompts import image_turn
     from visual_tools import ImageStore, ToolRegistry
-    controller = load_embedded(engine=engine)
+    controller = load_controller(ControllerSpec(engine=engine))
     out: dict = {"name": controller.name}
     controller.generate("Hello", max_new_tokens=4)  # warm-up
     rates = []
@@ -102,15 +103,14 @@ STEP_REQUESTS = ["can you outline the cat for me? just the edges", "crop to pixe
 
 
 def measure_constraints(repeats: int) -> dict:
-    """Grammar and shortlist on the default engine (see the module's docstring)."""
-    from agent.embedded import load_embedded
+    """Grammar and shortlist on llama.cpp (see the module's docstring)."""
     from agent.grammar import build_grammar
     from agent.loop import Agent
     from agent.prompts import STOP, image_turn, render_prompt
     from agent.session import ChatSession
     from agent.shortlist import SHIPPED_RETRIEVER, load_shortlist
     from visual_tools import ToolRegistry
-    controller = load_embedded()
+    controller = load_controller(ControllerSpec(engine="llama.cpp"))
     registry = ToolRegistry.from_load(None)
     available = registry.available()
     out: dict = {"name": controller.name}  # the chat turns below run on the default matcher, llguidance
@@ -151,8 +151,7 @@ def measure_constraints(repeats: int) -> dict:
 
 def start(engine: str) -> None:
     """A cold start: load the controller and write one token."""
-    from agent.embedded import load_embedded
-    load_embedded(engine=engine).generate("Hi", max_new_tokens=1)
+    load_controller(ControllerSpec(engine=engine)).generate("Hi", max_new_tokens=1)
 
 
 def child(engine: str, task: str, home: str, repeats: int) -> tuple[float, dict]:

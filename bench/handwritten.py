@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent.controller import load_controller  # noqa: E402
+from agent.factory import ControllerSpec, add_engine_flag, load_controller  # noqa: E402
 from agent.shortlist import DEFAULT_K, load_shortlist, retriever_folder  # noqa: E402
 from training.evaluate import FORM, evaluate, load_cases, offer, shortlisted  # noqa: E402
 from visual_tools import ToolRegistry  # noqa: E402
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SETS = {"dev": ROOT / "assets" / "eval" / "handwritten.jsonl", "blind": ROOT / "assets" / "eval" / "blind.jsonl"}
 
 
-def run(adapter: str, data: Path, setting: str, registry: ToolRegistry, k: int,
-        limit: int = 0) -> tuple[dict[str, float], list]:
+def run(adapter: str, data: Path, setting: str, registry: ToolRegistry, k: int, limit: int = 0,
+        engine: str | None = None) -> tuple[dict[str, float], list]:
     """SR (%) per kind and overall, the form-error count, and the predictions, for one adapter/set/setting."""
     tools = registry.tools
     kinds = {str(row["id"]): row["kind"] for row in map(json.loads, filter(None, data.read_text().splitlines()))}
@@ -38,7 +38,8 @@ def run(adapter: str, data: Path, setting: str, registry: ToolRegistry, k: int,
     if note:
         print(f"warning: {note}", file=sys.stderr)
     cases = shortlisted(offer(cases, names), shortlist)
-    predictions = evaluate(load_controller("embedded", adapter=adapter), cases, tools, grammar=True)
+    controller = load_controller(ControllerSpec("embedded", adapter=adapter, engine=engine))
+    predictions = evaluate(controller, cases, tools, grammar=True)
     by_kind: dict[str, list[float]] = defaultdict(list)
     for p in predictions:
         by_kind[kinds[p.id]].append(p.SR)
@@ -57,6 +58,7 @@ def main() -> None:
     parser.add_argument("--shortlist", type=int, default=DEFAULT_K)
     parser.add_argument("--limit", type=int, default=0, help="only the first N cases of each set")
     parser.add_argument("--out", type=Path)
+    add_engine_flag(parser)
     args = parser.parse_args()
     registry = ToolRegistry.from_load(None)
     columns: dict[str, dict[str, float]] = {}
@@ -65,7 +67,8 @@ def main() -> None:
         for name in args.sets.split(","):
             for setting in args.offer.split(","):
                 column = f"{label}, {name}, {'11' if setting == 'available' else '36'}"
-                rates, predictions = run(adapter or label, SETS[name], setting, registry, args.shortlist, args.limit)
+                rates, predictions = run(adapter or label, SETS[name], setting, registry, args.shortlist, args.limit,
+                                         args.engine)
                 columns[column] = rates
                 print(f"{column}: SR {rates['overall']:.1f}, {rates[FORM]} wrong in form", file=sys.stderr)
                 if args.out:

@@ -21,7 +21,7 @@ from peft import LoraConfig, get_peft_model  # noqa: E402
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForSeq2Seq, Trainer,  # noqa: E402
                           TrainingArguments)
 
-from agent.hf_controller import resolve_chat_format  # noqa: E402
+from agent.chat_format import resolve_chat_format  # noqa: E402
 from training.generate import build_dataset  # noqa: E402
 from training.records import load_jsonl  # noqa: E402
 from training.sft import TrainConfig, base_checkpoint, build_examples, make_trainer  # noqa: E402

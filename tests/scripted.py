@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 
-from agent.controller import truncate_at
+from agent.controller import Capability, truncate_at
 
 Reply = str | Callable[[str], str]  # a fixed text, or a function of the prompt
 
@@ -13,6 +13,7 @@ class ScriptedController:
     """Replies in order (cycling); each reply may be a function of the prompt it answers."""
 
     name = "scripted"
+    capabilities = Capability.GRAMMAR  # it records the grammar each reply was asked under
 
     def __init__(self, replies: Sequence[Reply]):
         self._replies = itertools.cycle(replies)

@@ -6,6 +6,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from app import build_app
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from chat_client import chat, files, texts
 from conftest import free_port
@@ -25,7 +26,7 @@ SCRIPTED = ScriptedController([policy])
 
 @pytest.fixture(scope="module")
 def app_url():
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, SCRIPTED)
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool)
     port = free_port()

@@ -10,6 +10,7 @@ import pytest
 from conftest import chromium_page, launched, needs_chromium
 from scripted import ScriptedController
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from training.review_store import ReviewStore
@@ -32,7 +33,7 @@ def policy(prompt: str) -> str:
 @pytest.fixture(scope="module")
 def url(tmp_path_factory):
     folder = tmp_path_factory.mktemp("browser")
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController([policy]))
     app = build_app(ToolRegistry.from_load("Image2Canny_cpu,CropImage_cpu"), pool,
                     review_store=ReviewStore(folder / "review.sqlite"))

@@ -6,7 +6,8 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM
 
-from agent.controller import ControllerError, load_controller
+from agent.controller import ControllerError
+from agent.factory import ControllerSpec, load_controller
 from agent.events import ErrorEvent
 from agent.hf_controller import TransformersController
 from agent.loop import Agent
@@ -23,7 +24,7 @@ PROMPT = render_prompt(ToolRegistry.from_load("Image2Canny_cpu").all(), [image_t
 
 @pytest.fixture(scope="module")
 def controller(tiny_llama):
-    return load_controller(str(tiny_llama))
+    return load_controller(ControllerSpec.parse(str(tiny_llama)))
 
 
 def test_loads_a_saved_checkpoint_by_path(controller, tiny_llama):
@@ -76,17 +77,17 @@ def test_lora_adapter_is_applied(tiny_llama, tmp_path):
     lora = get_peft_model(base, LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
                                            init_lora_weights=False))
     lora.save_pretrained(tmp_path / "adapter")
-    plain = load_controller(str(tiny_llama))
-    tuned = load_controller(str(tiny_llama), adapter=str(tmp_path / "adapter"))
+    plain = load_controller(ControllerSpec.parse(str(tiny_llama)))
+    tuned = load_controller(ControllerSpec.parse(str(tiny_llama), str(tmp_path / "adapter")))
     assert "adapter" in tuned.name
     assert tuned.logprobs("Thought:", " Do I need") != pytest.approx(plain.logprobs("Thought:", " Do I need"))
 
 
 def test_bad_checkpoints_are_controller_errors(tmp_path, tiny_llama):
     with pytest.raises(ControllerError, match="cannot load controller"):
-        load_controller(str(tmp_path / "missing"))
+        load_controller(ControllerSpec.parse(str(tmp_path / "missing")))
     with pytest.raises(ControllerError, match="cannot load adapter"):
-        load_controller(str(tiny_llama), adapter=str(tmp_path / "missing-adapter"))
+        load_controller(ControllerSpec.parse(str(tiny_llama), str(tmp_path / "missing-adapter")))
     with pytest.raises(ControllerError, match="CUDA"):
         TransformersController.from_pretrained(str(tiny_llama), load_in_4bit=True)
 
@@ -108,7 +109,7 @@ def server(controller):
 
 
 def test_openai_backend_against_a_real_server(server, controller):
-    remote = load_controller(server)
+    remote = load_controller(ControllerSpec.parse(server))
     assert isinstance(remote, OpenAIController) and remote.model == "tiny"
     local = controller.generate(PROMPT, stop=STOP, max_new_tokens=16)
     assert remote.generate(PROMPT, stop=STOP, max_new_tokens=16) == local

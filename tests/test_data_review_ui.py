@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client, handle_file
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from conftest import free_port
@@ -22,7 +23,7 @@ IMAGE, META, HISTORY, INSTRUCTION, STEPS, TRACE, REASON, PROGRESS = range(3, 11)
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     store = ReviewStore(tmp_path_factory.mktemp("review") / "review.sqlite")
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hello"]))
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu,CropImage_cpu,ReplaceSomething_cpu"), pool,
                      review_store=store)
@@ -113,7 +114,7 @@ def test_import_records_and_gpt4tools_json(app, tmp_path):
 def test_login_names_the_reviewer(tmp_path):
     store = ReviewStore(tmp_path / "review.sqlite")
     store.add(load_jsonl(_one_record(tmp_path)).records)
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hello"]))
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=store)
     port = free_port()

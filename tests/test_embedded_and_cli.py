@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from agent.controller import load_controller
+from agent.factory import ControllerSpec, load_controller
 from agent.embedded import MODEL_NAME, embedded_checkpoint, load_embedded
 from agent.prompts import STOP, image_turn
 from visual_tools import data_home
@@ -41,7 +41,7 @@ OFFLINE_REQUESTS = [  # (photo, what a user types, the tool, what its Observatio
 
 @pytest.fixture(scope="module")
 def embedded():
-    return load_controller("embedded")
+    return load_controller(ControllerSpec())
 
 
 @pytest.mark.parametrize("photo, request_text, tool, observed", OFFLINE_REQUESTS, ids=[r[2] for r in OFFLINE_REQUESTS])

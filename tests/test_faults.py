@@ -20,6 +20,7 @@ from gradio_client import Client
 from PIL import Image
 from scripted import ScriptedController, last_image
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from training.records import GoldStep, Record, Source
@@ -65,7 +66,7 @@ def policy(prompt: str) -> str:
 
 @pytest.fixture(scope="module")
 def app_url():
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController([policy]))
     app = build_app(ToolRegistry([Image2Canny(), Hang(), Boom()]), pool, tool_timeout=TIMEOUT)
     with launched(app) as url:

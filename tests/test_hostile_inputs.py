@@ -17,6 +17,7 @@ from PIL import Image
 from scripted import ScriptedController, last_image
 
 from agent.chat_ui import MAX_MESSAGE_CHARS
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from visual_tools import ToolRegistry
@@ -41,7 +42,7 @@ def policy(prompt: str) -> str:
 
 @pytest.fixture(scope="module")
 def app_url():
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController([policy]))
     app = build_app(ToolRegistry.from_load(None), pool, max_steps=3, tool_timeout=60)
     with launched(app) as url:

@@ -18,9 +18,10 @@ from conftest import launched
 from gradio_client import Client
 
 from agent import Agent
-from agent.controller import PromptTooLong, load_controller
+from agent.controller import PromptTooLong
 from agent.embedded import ADAPTER_DIR, embedded_checkpoint, embedded_tokenizer, gguf_path, load_embedded
 from agent.events import AnswerEvent, ErrorEvent, ToolCallEvent
+from agent.factory import ControllerSpec, load_controller
 from agent.gguf_merge import merged_gguf
 from agent.hf_controller import TransformersController
 from agent.llama_cpp_controller import LlamaCppController
@@ -78,7 +79,7 @@ def test_the_merged_gguf_computes_what_the_transformers_path_computes(tmp_path):
 
 
 def test_the_default_embedded_controller_is_llama_cpp_with_the_shipped_adapter(capfd):
-    controller = load_controller("embedded")
+    controller = load_controller(ControllerSpec())
     assert isinstance(controller, LlamaCppController)
     assert controller.name == "embedded: SmolLM2-135M-Instruct + controller-lora · llama.cpp"
     assert "embedded controller: llama.cpp" in capfd.readouterr().err  # the one line that says which path runs
@@ -140,7 +141,7 @@ def test_a_truncated_cached_gguf_is_refused_with_its_path_and_converted_again(tm
 
 def test_an_adapter_llama_cpp_cannot_take_runs_on_transformers_saying_so(tmp_path, capfd):
     adapter = random_lora(tmp_path / "lora", targets=("q_proj", "lm_head"))
-    controller = load_controller("embedded", adapter=str(adapter))
+    controller = load_controller(ControllerSpec(adapter=str(adapter)))
     assert isinstance(controller, TransformersController)
     assert "transformers (not on llama.cpp:" in controller.name and "lm_head" in controller.name
     assert "lm_head" in capfd.readouterr().err
@@ -150,7 +151,7 @@ def test_an_adapter_llama_cpp_cannot_take_runs_on_transformers_saying_so(tmp_pat
 
 def test_without_llama_cpp_python_the_embedded_controller_runs_on_transformers():
     code = ("import sys; sys.modules['llama_cpp'] = None\n"  # what a failed build leaves: no module
-            "from agent.controller import load_controller\nprint(load_controller('embedded').name)")
+            "from agent.factory import ControllerSpec, load_controller\nprint(load_controller(ControllerSpec()).name)")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "transformers (llama-cpp-python is not installed" in done.stdout

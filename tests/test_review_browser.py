@@ -6,6 +6,7 @@ import httpx
 
 import pytest
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from conftest import chromium_page, free_port, needs_chromium
@@ -28,7 +29,7 @@ def page(tmp_path):
                                       observation="image/0000000b_edge_0000000a_0000000a.png")],
                       answer="Here: image/0000000b_edge_0000000a_0000000a.png", source=Source(teacher="template"))
                for i in range(4)])
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hi"]))
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=store)
     port = free_port()

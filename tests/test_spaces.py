@@ -16,6 +16,7 @@ from packaging.requirements import Requirement
 from PIL import Image
 from scripted import ScriptedController
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import DEMO_NOTICE, build_app, parse_args
 from training.review_store import ReviewStore
@@ -60,7 +61,7 @@ def test_on_gpu_is_a_no_op_off_zerogpu_and_wraps_with_spaces_gpu(monkeypatch, tm
         return lambda fn: wrapped.append((fn.__name__, duration)) or fn
 
     monkeypatch.setattr(spaces, "GPU", gpu)
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hi"]))
     build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=ReviewStore(tmp_path / "r.sqlite"))
     assert ("respond", 120) in wrapped and ("run_tool", 120) in wrapped  # a chat turn, a tool run
@@ -69,7 +70,7 @@ def test_on_gpu_is_a_no_op_off_zerogpu_and_wraps_with_spaces_gpu(monkeypatch, tm
 
 @pytest.fixture(scope="module")
 def demo_url(tmp_path_factory):
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hello from the demo"]))
     store = ReviewStore(tmp_path_factory.mktemp("demo") / "review.sqlite")
     app = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=store, demo=True)

@@ -14,7 +14,8 @@ from scripted import ScriptedController
 from tiny_models import teach_tiny_llama
 
 from agent.controller import ControllerError
-from agent.hf_controller import TransformersController, format_prompt
+from agent.chat_format import format_prompt
+from agent.hf_controller import TransformersController
 from agent.openai_controller import OpenAIController
 from training.records import GoldStep, Record, Source, save_jsonl
 from training.sft import TrainConfig, load_tokenizer

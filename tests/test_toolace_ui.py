@@ -8,6 +8,7 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from conftest import free_port
@@ -22,7 +23,7 @@ EDGES = "Thought: Do I need to use a tool? Yes\nAction: Edge Detection On Image\
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     folder = tmp_path_factory.mktemp("toolace-ui")
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController([EDGES, "Thought: Do I need to use a tool? No\nAI: done"]))
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=ReviewStore(folder / "r.sqlite"))
     port = free_port()

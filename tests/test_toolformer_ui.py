@@ -9,6 +9,7 @@ from gradio_client import Client
 from gradio_client.exceptions import AppError
 from tiny_models import teach_tiny_llama
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from conftest import free_port
@@ -24,7 +25,7 @@ def app(tiny_llama, tmp_path_factory):
     folder = tmp_path_factory.mktemp("toolformer-ui")
     asker = teach_tiny_llama(tiny_llama, folder / "asker", " [Calculator(1 / 0) -> 5] It is 5.",
                              context="Question: what is 1 / 0?\nAnswer:")
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hello"]))
     registry = ToolRegistry.from_load("Image2Canny_cpu,Calculator_cpu,Calendar_cpu")
     demo = build_app(registry, pool, review_store=ReviewStore(folder / "r.sqlite"))

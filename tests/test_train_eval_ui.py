@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
 from conftest import chromium_page, free_port, needs_chromium
@@ -29,7 +30,7 @@ def dataset(folder: Path) -> Path:
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     folder = tmp_path_factory.mktemp("train-ui")
-    pool = ControllerPool(default=("scripted", None))
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hello"]))
     demo = build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=ReviewStore(folder / "r.sqlite"))
     port = free_port()

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from agent.embedded import ADAPTER_DIR
+from agent.factory import add_engine_flag
 from agent.shortlist import RETRIEVER_DIR, SHIPPED_RETRIEVER
 from visual_tools import ToolRegistry, data_home
 
@@ -52,7 +53,7 @@ def cmd_generate(args: argparse.Namespace) -> None:
     from .generate import build_dataset
     from .teachers import load_teacher
     registry = _registry(args.tools)
-    teacher = load_teacher(args.teacher, rpm=args.rpm, timeout=args.timeout, retries=args.retries)
+    teacher = load_teacher(args.teacher, rpm=args.rpm, timeout=args.timeout, retries=args.retries, engine=args.engine)
     # the offered lists are drawn from every tool, whatever --tools asks instructions for
     shortlist = _shortlist(args.shortlist, args.retriever, _registry(None)) if args.shortlist else None
     try:
@@ -73,13 +74,14 @@ def cmd_generate(args: argparse.Namespace) -> None:
 
 
 def cmd_paraphrase(args: argparse.Namespace) -> None:
-    from agent.controller import ControllerError, load_controller
+    from agent.controller import ControllerError
+    from agent.factory import ControllerSpec, load_controller
     from .filters import filter_records
     from .paraphrase import paraphrase
     from .records import save_jsonl
     records = [r for r in _load(args.data) if r.kind in ("positive", "negative") and not r.given_steps]
     try:
-        teacher = load_controller(args.teacher, adapter=args.adapter)
+        teacher = load_controller(ControllerSpec.parse(args.teacher, args.adapter, args.engine))
     except ControllerError as exc:
         raise SystemExit(f"error: {exc}") from None
     made, report = paraphrase(records, teacher, n=args.n, temperature=args.temperature)
@@ -191,7 +193,8 @@ def cmd_mix(args: argparse.Namespace) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> None:
-    from agent.controller import ControllerError, load_controller
+    from agent.controller import ControllerError
+    from agent.factory import ControllerSpec, load_controller
     from .evaluate import evaluate, load_cases, markdown, offer, shortlisted, summary, write_report
     from .toolace_r.refine import SelfRefine
     tools = _registry(None).tools
@@ -210,8 +213,8 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
     if not cases:
         raise SystemExit(f"error: no cases in {args.data}")
     try:
-        controller = SelfRefine(load_controller(args.controller, adapter=args.adapter), args.refine, args.rounds,
-                                style="gpt4tools", tools=tools)
+        spec = ControllerSpec.parse(args.controller, args.adapter, args.engine)
+        controller = SelfRefine(load_controller(spec), args.refine, args.rounds, style="gpt4tools", tools=tools)
     except ControllerError as exc:
         raise SystemExit(f"error: {exc}") from None
     unseen = [name.strip() for name in (args.unseen or "").split(";") if name.strip()]
@@ -247,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     gen.add_argument("--teacher", default="template",
                      help="'template' (offline), an OpenAI-compatible URL (http://host:8000/v1#model), "
                           "'embedded', or a transformers model id / folder")
+    add_engine_flag(gen)
     gen.add_argument("--out", default=str(data_home() / "datasets" / "generated.jsonl"))
     gen.add_argument("--tools", default=None, help='tool classes as for --load (default: all 31)')
     gen.add_argument("--per-call", type=int, default=20, help="instructions asked per teacher call")
@@ -267,6 +271,7 @@ def main(argv: list[str] | None = None) -> None:
     par.add_argument("--teacher", default="embedded", help="embedded, an http(s)://…/v1[#model] URL or a model")
     par.add_argument("--adapter", default="none", help="a LoRA adapter for the teacher (default none: the plain "
                                                        "model; the tool-format adapter would not paraphrase)")
+    add_engine_flag(par)
     par.add_argument("--n", type=int, default=2, help="paraphrases asked per instruction")
     par.add_argument("--temperature", type=float, default=0.8)
     par.add_argument("--out", required=True)
@@ -333,6 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     ev.add_argument("--controller", default="embedded", help="as app.py --controller")
     ev.add_argument("--adapter", default=None, help="a LoRA adapter folder for the controller; 'none': no adapter "
                                                     "(embedded: the base without the shipped one)")
+    add_engine_flag(ev)
     ev.add_argument("--unseen", default=None, help="prompt names of tools held out of training, ';'-separated")
     ev.add_argument("--limit", type=int, default=0, help="only the first N cases")
     ev.add_argument("--offer", default="case", choices=["case", "available", "all"],

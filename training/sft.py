@@ -20,7 +20,8 @@ import torch
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForSeq2Seq, Trainer, TrainerCallback,
                           TrainingArguments)
 
-from agent.hf_controller import encode_prompt, fingerprint, resolve_chat_format
+from agent.chat_format import encode_prompt, resolve_chat_format
+from agent.hf_controller import fingerprint
 from agent.prompts import THOUGHT_NO, THOUGHT_YES, render_final
 from visual_tools import ToolRegistry
 

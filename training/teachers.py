@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from agent.controller import Controller, ControllerError, load_controller
+from agent.controller import Controller, ControllerError
+from agent.factory import ControllerSpec, load_controller
 from visual_tools import Tool
 
 from . import templates
@@ -155,12 +156,11 @@ def _arithmetic_slots(phrasing: str, rng: random.Random) -> dict[str, str]:
     return {"a": str(a), "b": str(b), "expression": f"{a} {op} {b}", **words}
 
 
-def load_teacher(spec: str, rpm: float = 0.0, timeout: float = 120.0, retries: int = 3) -> Teacher:
-    """`template`, an `http(s)://…/v1[#model]` URL, `embedded`, or a transformers model id / folder."""
+def load_teacher(spec: str, rpm: float = 0.0, timeout: float = 120.0, retries: int = 3,
+                 engine: str | None = None) -> Teacher:
+    """`template`, or a `--controller` value: an `http(s)://…/v1[#model]` URL, `embedded`, a model id / folder."""
     if spec == "template":
         return TemplateTeacher()
-    if spec.startswith(("http://", "https://")):
-        from agent.openai_controller import OpenAIController
-        url, _, model = spec.partition("#")
-        return LLMTeacher(OpenAIController(url, model=model or None, timeout=timeout, max_retries=retries), rpm)
-    return LLMTeacher(load_controller(spec), rpm)
+    controller = ControllerSpec.parse(spec, engine=engine)
+    http = {"timeout": timeout, "max_retries": retries} if controller.kind == "openai" else {}
+    return LLMTeacher(load_controller(controller, **http), rpm)

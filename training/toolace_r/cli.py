@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from agent.factory import add_engine_flag
 from visual_tools import ToolRegistry, data_home
 
 from .refine import REFINE_MODES, ROUNDS
@@ -46,6 +47,7 @@ def add_parsers(sub) -> None:
     b.add_argument("--category", action="append", help="a BFCL category, repeatable (default: simple_python)")
     b.add_argument("--controller", default="embedded", help="as app.py --controller")
     b.add_argument("--adapter", default=None)
+    add_engine_flag(b)
     b.add_argument("--limit", type=int, default=0, help="the first N questions of each category (0: all)")
     b.add_argument("--refine", default="none", choices=REFINE_MODES)
     b.add_argument("--rounds", type=int, default=ROUNDS, help="most refine rounds (paper: 5)")
@@ -106,14 +108,16 @@ def iteration_table(out: Path) -> str:
 
 
 def cmd_bfcl(args: argparse.Namespace) -> None:
-    from agent.controller import ControllerError, load_controller
+    from agent.controller import ControllerError
+    from agent.factory import ControllerSpec, load_controller
+
     from . import bfcl
     from .refine import SelfRefine
     categories = args.category or ["simple_python"]
     try:
         cases = [case for category in categories for case in bfcl.load_category(category, args.limit)]
-        controller = SelfRefine(load_controller(args.controller, adapter=args.adapter), args.refine, args.rounds,
-                                style="python")
+        spec = ControllerSpec.parse(args.controller, args.adapter, args.engine)
+        controller = SelfRefine(load_controller(spec), args.refine, args.rounds, style="python")
     except (ValueError, ControllerError, bfcl.BFCLUnavailable) as exc:
         raise SystemExit(f"error: {exc}") from None
     outcomes = bfcl.evaluate(lambda prompt: controller.answer(prompt, max_new_tokens=args.max_new_tokens), cases)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal
 
+from agent.controller import Capability
+
 from .calls import CallParseError, Style, parse_reply
 
 RefineMode = Literal["none", "adaptive", "vanilla"]
@@ -80,6 +82,10 @@ class SelfRefine:
 
     def logprobs(self, prompt: str, continuation: str) -> list[float]:
         return self.inner.logprobs(prompt, continuation)
+
+    @property
+    def capabilities(self) -> Capability:
+        return self.inner.capabilities & Capability.GRAMMAR  # each round goes under the grammar; nothing else is kept
 
     def mean_rounds(self) -> float:
         return sum(self.rounds_log) / len(self.rounds_log) if self.rounds_log else 0.0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import torch
 from transformers import DynamicCache
 
+from agent.controller import Capability
 from visual_tools import Tool
 
 from .lm import call_token_ids, start_ids
@@ -106,9 +107,9 @@ def generate_with_calls(model, tokenizer, prompt: str, tools: Mapping[str, Tool]
 
 
 def answer(controller, question: str, tools: Mapping[str, Tool], k: int = 10) -> Generation:
-    """The Chat tab's Toolformer mode: a question answered by a local transformers controller with calls."""
-    if getattr(controller, "model", None) is None:
+    """The Chat tab's Toolformer mode: a question answered with calls by a controller with `Capability.WEIGHTS`."""
+    if Capability.WEIGHTS not in controller.capabilities:
         raise ValueError(f"Toolformer mode needs a local transformers controller (embedded, a hub id or a folder); "
-                         f"{controller.name} is served over HTTP")
+                         f"{controller.name} keeps no transformers model in this process")
     return generate_with_calls(controller.model, controller.tokenizer, ANSWER_PROMPT.format(question=question),
                                tools, k=k, max_new_tokens=96, stop=("\nQuestion:",))

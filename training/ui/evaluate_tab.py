@@ -10,6 +10,7 @@ import gradio as gr
 import pandas as pd
 
 from agent.controller import ControllerError
+from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from agent.shortlist import load_shortlist, retriever_folder
 from visual_tools import ToolRegistry
@@ -60,7 +61,7 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
         if not cases:
             raise gr.Error(f"No cases in {Path(source).name}" + (f": {problems[0]}" if problems else ""))
         try:
-            model = controllers.get(((controller_ or "embedded").strip(), (adapter_ or "").strip() or None))
+            model = controllers.get(ControllerSpec.parse(controller_ or "embedded", adapter_))
         except ControllerError as exc:
             raise gr.Error(str(exc)) from None
         held_out = [n.strip() for n in (unseen_ or "").split(";") if n.strip()]
@@ -110,7 +111,7 @@ def build_bfcl_eval(controllers: ControllerPool) -> None:
             raise gr.Error("choose at least one category and one refine mode")
         try:
             cases = [c for category in categories_ for c in bfcl.load_category(category, int(limit_))]
-            model = controllers.get(((controller_ or "embedded").strip(), (adapter_ or "").strip() or None))
+            model = controllers.get(ControllerSpec.parse(controller_ or "embedded", adapter_))
         except (ValueError, ControllerError, bfcl.BFCLUnavailable) as exc:
             raise gr.Error(str(exc)) from None
         rows = []
