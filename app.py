@@ -11,15 +11,15 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import gradio as gr  # noqa: E402
 
-from agent.chat_ui import ChatServices, build_chat_tab, controls  # noqa: E402
+from agent.chat_ui import ChatServices, ChatTab, build_chat_tab, controls  # noqa: E402
 from agent.controller import ControllerError  # noqa: E402
 from agent.factory import ControllerSpec, add_engine_flag  # noqa: E402
 from agent.pool import ControllerPool  # noqa: E402
 from agent.shortlist import DEFAULT_K  # noqa: E402
-from training.review_store import ReviewStore  # noqa: E402
+from training.data.review_store import ReviewStore  # noqa: E402
 from training.toolace_r.refine import SelfRefine  # noqa: E402
 from training.toolformer.decode import answer  # noqa: E402
-from training.ui import (HOTKEYS, build_data_tab, build_evaluate_tab, build_review_tab,  # noqa: E402
+from training.ui import (HOTKEYS, TrainTab, build_data_tab, build_evaluate_tab, build_review_tab,  # noqa: E402
                          build_toolace_tab, build_toolformer_tab, build_train_tab)
 from visual_tools import ToolRegistry, data_home  # noqa: E402
 from visual_tools.image_store import SWEEPER  # noqa: E402
@@ -114,25 +114,22 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
                     build_evaluate_tab(controllers)
         if not demo:
             _wire_load_in_chat(train, chat, tabs)
-            app.load(*train["on_load"])
-        refresh, inputs, outputs = review["refresh"]
-        review_tab.select(refresh, inputs, outputs)
-        app.load(refresh, inputs, outputs, api_name="review_refresh")
-        app.load(*review["on_load"])
+            app.load(*train.on_load)
+        review_tab.select(*review.refresh)
+        app.load(*review.refresh, api_name="review_refresh")
+        app.load(*review.on_load)
     return app
 
 
-def _wire_load_in_chat(train: dict, chat: dict, tabs: gr.Tabs) -> None:
+def _wire_load_in_chat(train: TrainTab, chat: ChatTab, tabs: gr.Tabs) -> None:
     """The Train tab's "Load in Chat": the Chat tab's controller picker takes the run's base and adapter."""
-    load, inputs, outputs = chat["load"]
-
     def pick(adapter: str):
         meta = json.loads((Path(adapter) / "toolsmith.json").read_text())
         return controls(ControllerSpec.parse(meta["config"]["base"], adapter))
 
-    picker = [chat["backend"], chat["location"], chat["adapter"], chat["engine"]]
-    train["load_in_chat"].click(pick, train["adapter"], picker, api_name="load_in_chat").then(
-        load, inputs, outputs).then(lambda: gr.Tabs(selected="chat"), None, tabs)
+    picker = [chat.backend, chat.location, chat.adapter, chat.engine]
+    train.load_in_chat.click(pick, train.adapter, picker, api_name="load_in_chat").then(
+        *chat.load).then(lambda: gr.Tabs(selected="chat"), None, tabs)
 
 
 def parse_auth(spec: str | None) -> list[tuple[str, str]] | None:

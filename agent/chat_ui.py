@@ -138,8 +138,20 @@ def render_event(messages: list[gr.ChatMessage], event: Event, store: ImageStore
         messages.append(gr.ChatMessage(content=f"⚠️ {event.message}"))
 
 
-def build_chat_tab(services: ChatServices) -> dict[str, Any]:
-    """Build the Chat tab inside the current gr.Blocks; returns its components by name."""
+@dataclass(frozen=True)
+class ChatTab:
+    """What app.py wires: the controller picker, and its Load as (function, inputs, outputs) for "Load this
+    adapter in the Chat tab"."""
+
+    backend: gr.Radio
+    location: gr.Textbox
+    adapter: gr.Textbox
+    engine: gr.Radio
+    load: tuple[Callable[..., Any], list[gr.components.Component], list[gr.components.Component]]
+
+
+def build_chat_tab(services: ChatServices) -> ChatTab:
+    """Build the Chat tab inside the current gr.Blocks."""
     state = gr.State(None, delete_callback=lambda s: s and s.session.store.delete())
     with gr.Row():
         with gr.Column(scale=4):
@@ -174,7 +186,7 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
                                       "with the same inputs (at most 5 rounds)")
             offered = (f"the {services.shortlist_k} likeliest for each message, of: " if services.shortlist_k else "")
             names = ", ".join(t.name for t in services.registry.available())
-            tools = gr.Markdown(f"**Tools offered:** {offered}{names}")
+            gr.Markdown(f"**Tools offered:** {offered}{names}")
 
     def add_message(value: dict | None, st: ChatState | None):
         st = st or ChatState(grammar=services.grammar)
@@ -332,6 +344,5 @@ def build_chat_tab(services: ChatServices) -> dict[str, Any]:
     backend.change(lambda k: gr.Radio(visible=k == "embedded"), backend, engine, api_visibility="private")
     load.click(load_controller, [backend, location, adapter, engine, state], [status, state],
                api_name="load_controller", concurrency_id="controller")
-    return {"chatbot": chatbot, "box": box, "state": state, "status": status, "tools": tools,
-            "backend": backend, "location": location, "adapter": adapter, "engine": engine, "mode": mode,
-            "load": (load_controller, [backend, location, adapter, engine, state], [status, state])}
+    return ChatTab(backend, location, adapter, engine,
+                   (load_controller, [backend, location, adapter, engine, state], [status, state]))

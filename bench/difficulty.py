@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from agent.hf_controller import TransformersController  # noqa: E402
-from training.sft import base_checkpoint  # noqa: E402
+from training.tuning.sft import base_checkpoint  # noqa: E402
 from training.toolace_r.data import load_samples  # noqa: E402
 from training.toolace_r.difficulty import score_samples  # noqa: E402
 from visual_tools import ToolRegistry  # noqa: E402

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent.factory import ControllerSpec, add_engine_flag, load_controller  # noqa: E402
 from agent.shortlist import DEFAULT_K, load_shortlist, retriever_folder  # noqa: E402
-from training.evaluate import FORM, evaluate, load_cases, offer, shortlisted  # noqa: E402
+from training.evaluation.evaluate import FORM, evaluate, load_cases, offer, shortlisted  # noqa: E402
 from visual_tools import ToolRegistry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

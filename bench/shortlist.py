@@ -11,8 +11,8 @@ from pathlib import Path
 
 from agent.retriever import BM25Retriever, ClassifierRetriever
 from agent.shortlist import SHIPPED_RETRIEVER, Shortlist
-from training.evaluate import load_cases
-from training.render import conversation
+from training.evaluation.evaluate import load_cases
+from training.data.render import conversation
 from visual_tools import ToolRegistry
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,10 +22,10 @@ from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForSe
                           TrainingArguments)
 
 from agent.chat_format import resolve_chat_format  # noqa: E402
-from training.generate import build_dataset  # noqa: E402
-from training.records import load_jsonl  # noqa: E402
-from training.sft import TrainConfig, base_checkpoint, build_examples, make_trainer  # noqa: E402
-from training.teachers import TemplateTeacher  # noqa: E402
+from training.data.generate import build_dataset  # noqa: E402
+from training.data.records import load_jsonl  # noqa: E402
+from training.tuning.sft import TrainConfig, base_checkpoint, build_examples, make_trainer  # noqa: E402
+from training.data.teachers import TemplateTeacher  # noqa: E402
 from visual_tools import ToolRegistry  # noqa: E402
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 import visual_tools
-from training.generate import generate, generation_prompt
-from training.records import load_jsonl
-from training.render import examples
-from training.teachers import Annotation, TemplateTeacher
+from training.data.generate import generate, generation_prompt
+from training.data.records import load_jsonl
+from training.data.render import examples
+from training.data.teachers import Annotation, TemplateTeacher
 from visual_tools import registry
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"

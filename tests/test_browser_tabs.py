@@ -13,7 +13,7 @@ from scripted import ScriptedController
 from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
-from training.review_store import ReviewStore
+from training.data.review_store import ReviewStore
 from visual_tools import ToolRegistry
 
 pytestmark = needs_chromium

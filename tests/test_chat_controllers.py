@@ -26,7 +26,7 @@ def picker():
     pool.add(SCRIPTED, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hi"]))
     with gr.Blocks():
         tab = build_chat_tab(ChatServices(ToolRegistry.from_load("Image2Canny_cpu"), pool))
-    return tab["load"][0], pool
+    return tab.load[0], pool
 
 
 def test_each_backend_loads_its_own_kind_of_controller(picker, tiny_llama):

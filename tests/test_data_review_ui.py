@@ -10,8 +10,8 @@ from agent.pool import ControllerPool
 from app import build_app
 from conftest import free_port
 from scripted import ScriptedController
-from training.records import load_jsonl
-from training.review_store import ReviewStore
+from training.data.records import load_jsonl
+from training.data.review_store import ReviewStore
 from visual_tools import ToolRegistry
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -132,7 +132,7 @@ def test_login_names_the_reviewer(tmp_path):
 
 
 def _one_record(tmp_path) -> Path:
-    from training.records import GoldStep, Record, Source, save_jsonl
+    from training.data.records import GoldStep, Record, Source, save_jsonl
     record = Record(id="one", image=str(ASSETS / "chelsea.png"), image_name="image/0000000a.png",
                     tools=["Edge Detection On Image"], instruction="edges please",
                     steps=[GoldStep(tool="Edge Detection On Image", args=["image/0000000a.png"])], answer="ok",

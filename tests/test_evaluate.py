@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from scripted import ScriptedController, last_image
-from training.evaluate import case_to_record, evaluate, load_cases, markdown, offer, summary, write_report
-from training.metrics import score
+from training.evaluation.evaluate import case_to_record, evaluate, load_cases, markdown, offer, summary, write_report
+from training.evaluation.metrics import score
 from visual_tools import ToolRegistry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ def test_tool_case_scores(pred, expected):
 
 
 def test_form_errors_name_what_no_grammar_would_let_through():
-    from training.evaluate import form_errors
+    from training.evaluation.evaluate import form_errors
     images = ["image/abc.png"]
     assert form_errors(VQA, TOOLS, images) == [] and form_errors(f"{NO}\nAI: hi", TOOLS, []) == []
     assert form_errors(f"{YES}\nAction: Canny Edge Detection On Image\nAction Input: image/abc.png", TOOLS, images) \
@@ -158,7 +158,7 @@ def test_the_hand_written_cases():
                                                            "Crop Image", "Text Detection On Image",
                                                            "Face Detection On Image", "Super Resolution On Image",
                                                            "Calculator", "Calendar", "WikiSearch"}
-    from training.filters import check
+    from training.data.filters import check
     assert all(check(c, ToolRegistry.from_load(None)) in (None, "missing image") for c in cases)
     rows = {r["set"]: r for r in summary(evaluate(ScriptedController([perfect]), cases[:3], TOOLS))}
     assert rows["overall"]["cases"] == 3

@@ -23,8 +23,8 @@ from scripted import ScriptedController, last_image
 from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import build_app
-from training.records import GoldStep, Record, Source
-from training.review_store import ReviewStore
+from training.data.records import GoldStep, Record, Source
+from training.data.review_store import ReviewStore
 from visual_tools import Input, Tool, ToolRegistry, data_home
 from visual_tools.canny import Image2Canny
 from visual_tools.image_store import SWEEPER

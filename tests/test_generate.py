@@ -10,11 +10,11 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 from conftest import free_port
-from training.augment import augment, split_by_tool
-from training.filters import filter_records
-from training.generate import build_dataset, generate, generation_prompt, parse_reply
-from training.records import GoldStep, load_jsonl
-from training.teachers import Annotation, LLMTeacher, TeacherFailed, TeacherRequest, TemplateTeacher, load_teacher
+from training.data.augment import augment, split_by_tool
+from training.data.filters import filter_records
+from training.data.generate import build_dataset, generate, generation_prompt, parse_reply
+from training.data.records import GoldStep, load_jsonl
+from training.data.teachers import Annotation, LLMTeacher, TeacherFailed, TeacherRequest, TemplateTeacher, load_teacher
 from visual_tools import TOOL_CLASSES, VISUAL_TOOL_CLASSES, ToolRegistry
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -93,7 +93,7 @@ def test_template_generation_is_valid_varied_and_resumable(images, tmp_path):
 
 def test_template_crop_of_a_named_region_carries_that_regions_box():
     """"Crop the top left quarter" needs no object boxes: its gold box is the region, in fractions of the size."""
-    from training.templates import REGIONS
+    from training.data.templates import REGIONS
     from visual_tools.crop import parse_box
     crop = REGISTRY.tools["Crop Image"]
     reply = TemplateTeacher().instruct(TeacherRequest("", Annotation("a cat", {"cat": [30, 0, 420, 300]}),
@@ -313,8 +313,8 @@ def test_chains_and_follow_ups(images, tmp_path):
 def test_paraphrases_keep_the_call_and_drop_what_changes_it():
     from scripted import ScriptedController
 
-    from training.paraphrase import paraphrase
-    from training.records import Record, Source
+    from training.data.paraphrase import paraphrase
+    from training.data.records import Record, Source
     record = Record(id="c", image_name="image/aaaa1111.png", tools=["Crop Image"],
                     instruction="Crop the box [10, 20, 110, 220] from the photo.", answer="done",
                     steps=[GoldStep(tool="Crop Image", args=["image/aaaa1111.png", "[10, 20, 110, 220]"])],
@@ -333,7 +333,7 @@ def test_paraphrases_keep_the_call_and_drop_what_changes_it():
     assert made[0].source.teacher == "scripted+paraphrase"
     assert report.dropped == {"numbers changed": 2, "too close to the original": 1, "repeated": 1}
     from rouge_score.rouge_scorer import RougeScorer
-    from training.paraphrase import why_not
+    from training.data.paraphrase import why_not
     assert why_not("Detect the edges of this image.", "I like turtles very much.", RougeScorer(["rougeL"])) \
         == "off topic"
 

@@ -18,11 +18,11 @@ from agent.parsing import Final, parse_step
 from agent.prompts import STOP, Turn, image_turn, render_prompt
 from agent.retriever import BM25Retriever, ClassifierRetriever
 from agent.shortlist import SHIPPED_RETRIEVER, Shortlist, load_shortlist
-from training.generate import build_dataset
-from training.mix import category
-from training.records import load_jsonl
-from training.render import conversation
-from training.teachers import TemplateTeacher
+from training.data.generate import build_dataset
+from training.data.mix import category
+from training.data.records import load_jsonl
+from training.data.render import conversation
+from training.data.teachers import TemplateTeacher
 from visual_tools import ToolRegistry
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,8 +5,8 @@ import pytest
 
 from agent.parsing import Final, Step, parse_step
 from agent.prompts import STOP, ScratchStep, image_turn, render_prompt
-from training.records import GoldStep, Record, Source, load_jsonl, save_jsonl
-from training.render import examples, from_gpt4tools, parse_trace, render_trace, segments, to_gpt4tools
+from training.data.records import GoldStep, Record, Source, load_jsonl, save_jsonl
+from training.data.render import examples, from_gpt4tools, parse_trace, render_trace, segments, to_gpt4tools
 from visual_tools import ToolRegistry
 
 REGISTRY = ToolRegistry.from_load("Image2Canny_cpu,ImageCaptioning_cpu,CannyText2Image_cpu")

@@ -11,8 +11,8 @@ from agent.pool import ControllerPool
 from app import build_app
 from conftest import chromium_page, free_port, needs_chromium
 from scripted import ScriptedController
-from training.records import GoldStep, Record, Source
-from training.review_store import ReviewStore
+from training.data.records import GoldStep, Record, Source
+from training.data.review_store import ReviewStore
 from training.ui import HOTKEYS
 from visual_tools import ToolRegistry
 

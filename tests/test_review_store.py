@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import free_port
-from training.records import GoldStep, Record, Source, load_jsonl
-from training.review_store import Filters, ReviewConflict, ReviewStore
+from training.data.records import GoldStep, Record, Source, load_jsonl
+from training.data.review_store import Filters, ReviewConflict, ReviewStore
 
 ROOT = Path(__file__).resolve().parent.parent
 

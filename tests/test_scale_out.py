@@ -12,7 +12,7 @@ import pytest
 from test_sft import records
 
 from agent.hf_controller import TransformersController
-from training.records import save_jsonl
+from training.data.records import save_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCELERATE = Path(sys.executable).parent / "accelerate"  # the console script of the same environment

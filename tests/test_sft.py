@@ -12,8 +12,8 @@ from transformers import AutoTokenizer
 
 from agent.controller import ControllerError
 from agent.hf_controller import TransformersController
-from training.records import GoldStep, Record, Source, save_jsonl
-from training.sft import TrainConfig, TrainingError, build_examples, decision_weighted_loss, train
+from training.data.records import GoldStep, Record, Source, save_jsonl
+from training.tuning.sft import TrainConfig, TrainingError, build_examples, decision_weighted_loss, train
 from visual_tools import ToolRegistry
 
 ROOT = Path(__file__).resolve().parent.parent

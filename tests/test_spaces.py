@@ -19,7 +19,7 @@ from scripted import ScriptedController
 from agent.factory import ControllerSpec
 from agent.pool import ControllerPool
 from app import DEMO_NOTICE, build_app, parse_args
-from training.review_store import ReviewStore
+from training.data.review_store import ReviewStore
 from training.ui.data_tab import DEMO_MAX_RECORDS
 from visual_tools import ToolRegistry
 from visual_tools.zerogpu import on_gpu
@@ -117,9 +117,9 @@ def test_demo_is_on_in_a_space_unless_switched_off(monkeypatch):
 
 
 def test_toolsmith_home_moves_every_file_the_app_writes(tmp_path):
-    code = ("from visual_tools import data_home, ImageStore; from training.review_store import ReviewStore; "
-            "from training.ui.train_tab import runs_dir; s = ImageStore.new_session(); "
-            "print(data_home(), ReviewStore.default().path, s.root, runs_dir(), sep='\\n')")
+    code = ("from visual_tools import data_home, ImageStore; from training.data.review_store import ReviewStore; "
+            "from training.ui.train_tab import RUNS; s = ImageStore.new_session(); "
+            "print(data_home(), ReviewStore.default().path, s.root, RUNS.home(), sep='\\n')")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "TOOLSMITH_HOME": str(tmp_path / "mounted")})
     assert done.returncode == 0, done.stderr[-2000:]

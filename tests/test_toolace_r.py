@@ -17,8 +17,8 @@ from agent.controller import ControllerError
 from agent.chat_format import format_prompt
 from agent.hf_controller import TransformersController
 from agent.openai_controller import OpenAIController
-from training.records import GoldStep, Record, Source, save_jsonl
-from training.sft import TrainConfig, load_tokenizer
+from training.data.records import GoldStep, Record, Source, save_jsonl
+from training.tuning.sft import TrainConfig, load_tokenizer
 from training.toolace_r import bfcl
 from training.toolace_r.calls import Call, CallParseError, format_calls, parse_calls, parse_step_call
 from training.toolace_r.data import from_record, from_toolace, load_samples, split

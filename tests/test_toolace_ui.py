@@ -13,8 +13,8 @@ from agent.pool import ControllerPool
 from app import build_app
 from conftest import free_port
 from scripted import ScriptedController
-from training.records import GoldStep, Record, Source, save_jsonl
-from training.review_store import ReviewStore
+from training.data.records import GoldStep, Record, Source, save_jsonl
+from training.data.review_store import ReviewStore
 from visual_tools import ToolRegistry
 
 EDGES = "Thought: Do I need to use a tool? Yes\nAction: Edge Detection On Image\nAction Input: image/1a2b3c4d.png"

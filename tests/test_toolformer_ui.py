@@ -14,7 +14,7 @@ from agent.pool import ControllerPool
 from app import build_app
 from conftest import free_port
 from scripted import ScriptedController
-from training.review_store import ReviewStore
+from training.data.review_store import ReviewStore
 from training.toolformer.evaluate import SVAMP
 from training.ui.toolformer_tab import SYNTHETIC
 from visual_tools import ToolRegistry

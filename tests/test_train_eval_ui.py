@@ -12,8 +12,8 @@ from agent.pool import ControllerPool
 from app import build_app
 from conftest import chromium_page, free_port, needs_chromium
 from scripted import ScriptedController
-from training.records import GoldStep, Record, Source, save_jsonl
-from training.review_store import ReviewStore
+from training.data.records import GoldStep, Record, Source, save_jsonl
+from training.data.review_store import ReviewStore
 from visual_tools import ToolRegistry
 
 EDGE = "image/bbbbbbbb_edge_aaaaaaaa_aaaaaaaa.png"
@@ -130,7 +130,7 @@ def test_load_the_trained_adapter_in_chat_in_a_browser(app, tiny_llama, tmp_path
 
 
 def test_a_run_takes_its_thread_cap_from_the_setting(tmp_path, monkeypatch):
-    from training.ui.train_tab import launch
+    from training.ui.runs import launch
     monkeypatch.setenv("TOOLSMITH_RUN_THREADS", "1")
     launch(tmp_path, [sys.executable, "-c", "import os, torch; print(os.environ['OMP_NUM_THREADS'], "
                                             "torch.get_num_threads())"])

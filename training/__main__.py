@@ -23,7 +23,7 @@ def _registry(spec: str | None) -> ToolRegistry:
 
 
 def _load(path: str):
-    from .records import load_jsonl
+    from .data.records import load_jsonl
     try:
         report = load_jsonl(path)
     except FileNotFoundError as exc:
@@ -50,8 +50,8 @@ def _shortlist(k: int, folder: str | None, registry: ToolRegistry):
 
 
 def cmd_generate(args: argparse.Namespace) -> None:
-    from .generate import build_dataset
-    from .teachers import load_teacher
+    from .data.generate import build_dataset
+    from .data.teachers import load_teacher
     registry = _registry(args.tools)
     teacher = load_teacher(args.teacher, rpm=args.rpm, timeout=args.timeout, retries=args.retries, engine=args.engine)
     # the offered lists are drawn from every tool, whatever --tools asks instructions for
@@ -66,8 +66,8 @@ def cmd_generate(args: argparse.Namespace) -> None:
     for line in report.generation.skipped_files + report.generation.jobs_failed:
         print(f"  {line}", file=sys.stderr)
     if args.review:
-        from .review_store import ReviewStore
-        from .records import load_jsonl
+        from .data.review_store import ReviewStore
+        from .data.records import load_jsonl
         added = ReviewStore.default().add(load_jsonl(args.out).records)
         print(f"{added} new records in the review store")
     print(f"wrote {args.out}")
@@ -76,9 +76,9 @@ def cmd_generate(args: argparse.Namespace) -> None:
 def cmd_paraphrase(args: argparse.Namespace) -> None:
     from agent.controller import ControllerError
     from agent.factory import ControllerSpec, load_controller
-    from .filters import filter_records
-    from .paraphrase import paraphrase
-    from .records import save_jsonl
+    from .data.filters import filter_records
+    from .data.paraphrase import paraphrase
+    from .data.records import save_jsonl
     records = [r for r in _load(args.data) if r.kind in ("positive", "negative") and not r.given_steps]
     try:
         teacher = load_controller(ControllerSpec.parse(args.teacher, args.adapter, args.engine))
@@ -91,13 +91,13 @@ def cmd_paraphrase(args: argparse.Namespace) -> None:
     print(f"{len(records)} instructions, {report.asked} paraphrases asked of {teacher.name}: {len(kept)} kept; "
           "dropped: " + (", ".join(f"{k} {v}" for k, v in sorted(reasons.items())) or "none") + f" -> {args.out}")
     if args.review:
-        from .review_store import ReviewStore
+        from .data.review_store import ReviewStore
         print(f"{ReviewStore.default().add(kept)} new records in the review store")
 
 
 def cmd_import(args: argparse.Namespace) -> None:
-    from .records import save_jsonl
-    from .render import from_gpt4tools
+    from .data.records import save_jsonl
+    from .data.render import from_gpt4tools
     samples = json.loads(Path(args.file).read_text())
     tools = _registry(None).tools
     records, bad = [], 0
@@ -112,7 +112,7 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> None:
-    from .render import to_gpt4tools
+    from .data.render import to_gpt4tools
     registry = _registry(None)
     samples = [sample for record in _load(args.data) for sample in to_gpt4tools(record, registry.tools)
                if not set(record.tools) - set(registry.tools)]
@@ -121,8 +121,8 @@ def cmd_export(args: argparse.Namespace) -> None:
 
 
 def cmd_split(args: argparse.Namespace) -> None:
-    from .augment import split_by_tool
-    from .records import save_jsonl
+    from .data.augment import split_by_tool
+    from .data.records import save_jsonl
     registry = _registry(None)
     unseen = [name.strip() for name in args.unseen.split(";") if name.strip()]
     unknown = [name for name in unseen if name not in registry.tools]
@@ -136,7 +136,7 @@ def cmd_split(args: argparse.Namespace) -> None:
 
 
 def cmd_review(args: argparse.Namespace) -> None:
-    from .review_store import ReviewStore
+    from .data.review_store import ReviewStore
     store = ReviewStore(Path(args.db)) if args.db else ReviewStore.default()
     if args.action == "import":
         print(f"{store.add(_load(args.file))} new records in {store.path}")
@@ -149,7 +149,7 @@ def cmd_review(args: argparse.Namespace) -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from .sft import TrainConfig, TrainingError, train
+    from .tuning.sft import TrainConfig, TrainingError, train
     config = TrainConfig(data=args.data, out=args.out, base=args.base, epochs=args.epochs, learning_rate=args.lr,
                          lora_r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
                          cutoff=args.cutoff, batch_size=args.batch_size, grad_accum=args.grad_accum,
@@ -165,8 +165,8 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def _fit_retriever(data: str, out: Path) -> None:
-    from .retriever import train_retriever
-    from .sft import load_records
+    from .tuning.retriever import train_retriever
+    from .tuning.sft import load_records
     records, _ = load_records(data)
     retriever = train_retriever(records, _registry(None), out, data=data)
     print(f"shortlist classifier ({len(retriever.classes)} tools) saved to {out}")
@@ -177,8 +177,8 @@ def cmd_retriever(args: argparse.Namespace) -> None:
 
 
 def cmd_mix(args: argparse.Namespace) -> None:
-    from .mix import mix
-    from .records import save_jsonl
+    from .data.mix import mix
+    from .data.records import save_jsonl
     take = {}
     for item in args.take:
         name, _, n = item.rpartition("=")
@@ -195,7 +195,7 @@ def cmd_mix(args: argparse.Namespace) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from agent.controller import ControllerError
     from agent.factory import ControllerSpec, load_controller
-    from .evaluate import evaluate, load_cases, markdown, offer, shortlisted, summary, write_report
+    from .evaluation.evaluate import evaluate, load_cases, markdown, offer, shortlisted, summary, write_report
     from .toolace_r.refine import SelfRefine
     tools = _registry(None).tools
     try:

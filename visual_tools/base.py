@@ -40,7 +40,7 @@ class Tool:
     A tool is one file: the registry finds every class that declares its own `name` in a module of the
     `visual_tools` package (`registry.discover`; a new tool is listed after those `registry.ORDER` names).
     For the offline template teacher it carries `phrasings`: how people ask for it, the way they type,
-    without the tool's name, with the slots of `training/templates.py`; a text input takes the slot
+    without the tool's name, with the slots of `training/data/templates.py`; a text input takes the slot
     `arg_slots` names for it, else the one `templates.ARG_SLOTS` names, else {scene}.
     """
 

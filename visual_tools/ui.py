@@ -1,7 +1,6 @@
 """The Tools tab: every tool with its backend and availability, and a box to run one directly."""
 from __future__ import annotations
 
-from typing import Any
 
 import gradio as gr
 
@@ -26,8 +25,8 @@ def tool_rows(registry: ToolRegistry) -> list[list[str]]:
     return rows
 
 
-def build_tools_tab(registry: ToolRegistry, tool_timeout: float | None = None) -> dict[str, Any]:
-    """Build the Tools tab inside the current gr.Blocks; returns its components by name."""
+def build_tools_tab(registry: ToolRegistry, tool_timeout: float | None = None) -> None:
+    """Build the Tools tab inside the current gr.Blocks (it wires itself: nothing to return)."""
     store = gr.State(None, delete_callback=lambda s: s and s.delete())
     gr.Markdown(f"*GPU memory*: the weights in float16 on CUDA, from each checkpoint's parameter count, until a tool "
                 f"loads, then measured on its device; activations and the CUDA context come on top. Every tool "
@@ -70,5 +69,3 @@ def build_tools_tab(registry: ToolRegistry, tool_timeout: float | None = None) -
 
     run.click(on_gpu(run_tool), [tool, image, text, store], [out_image, out_text, store, table], api_name="run_tool")
     refresh.click(lambda: tool_rows(registry), None, table, api_name="tool_table")
-    return {"table": table, "tool": tool, "image": image, "text": text, "run": run,
-            "out_image": out_image, "out_text": out_text}

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from agent.parsing import Final, ParseError, parse_step
 
-from ..render import split_args
+from ..data.render import split_args
 
 Style = Literal["python", "gpt4tools"]
 

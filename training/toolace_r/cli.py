@@ -60,7 +60,7 @@ def add_parsers(sub) -> None:
 def cmd_toolace_r(args: argparse.Namespace) -> None:
     from agent.controller import ControllerError
 
-    from ..sft import TrainConfig, TrainingError
+    from ..tuning.sft import TrainConfig, TrainingError
     from .data import load_samples, save_samples, split
     from .iterate import Run, Settings
     tools = ToolRegistry.from_load().tools

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..records import Record, load_jsonl, record_id
-from ..render import conversation, examples
+from ..data.records import Record, load_jsonl, record_id
+from ..data.render import conversation, examples
 from .bfcl import ROLES, render_fc
 from .calls import Call, CallParseError, Style, format_calls, parse_calls, parse_step_call, positional_call
 

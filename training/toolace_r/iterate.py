@@ -19,7 +19,7 @@ from agent.hf_controller import TransformersController
 from agent.openai_controller import OpenAIController
 from agent.prompts import STOP
 
-from ..sft import TrainConfig, base_checkpoint, encode_example, fit, load_tokenizer
+from ..tuning.sft import TrainConfig, base_checkpoint, encode_example, fit, load_tokenizer
 from .calls import Style
 from .data import Sample
 from .difficulty import Scored, reply_alignment, score_samples

@@ -82,7 +82,7 @@ def do_annotate(args: argparse.Namespace, log: Log = Log(None)) -> Path:
 
 
 def do_train(args: argparse.Namespace) -> Path:
-    from ..sft import TrainConfig, TrainingError
+    from ..tuning.sft import TrainConfig, TrainingError
     from .finetune import finetune
     config = TrainConfig(data=args.data, out=args.out, base=args.model, epochs=args.epochs, learning_rate=args.lr,
                          lora_r=args.lora_r, lora_alpha=args.lora_alpha, batch_size=args.batch_size,
@@ -130,7 +130,7 @@ def do_generate(args: argparse.Namespace) -> None:
 
 def do_run(args: argparse.Namespace) -> None:
     """The whole pipeline in one run folder: annotate -> fine-tune -> evaluate (the Train tab starts this)."""
-    from ..sft import ADAPTER_DIR
+    from ..tuning.sft import ADAPTER_DIR
     run = Path(args.out)
     run.mkdir(parents=True, exist_ok=True)
     log = Log(run / LOG_FILE)

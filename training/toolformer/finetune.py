@@ -7,7 +7,7 @@ from pathlib import Path
 
 from visual_tools.text_tools import read_rows
 
-from ..sft import TrainConfig, TrainingError, fit, load_tokenizer
+from ..tuning.sft import TrainConfig, TrainingError, fit, load_tokenizer
 from .lm import start_ids
 
 

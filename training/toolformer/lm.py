@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from agent.hf_controller import TransformersController
 
-from ..sft import base_checkpoint
+from ..tuning.sft import base_checkpoint
 
 
 def load_lm(base: str = "embedded", adapter: str | None = None) -> TransformersController:

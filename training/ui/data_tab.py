@@ -6,17 +6,16 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import gradio as gr
 
 from visual_tools import ToolRegistry, data_home
 
-from ..generate import build_dataset
-from ..records import load_jsonl
-from ..render import from_gpt4tools
-from ..review_store import ReviewStore
-from ..teachers import load_teacher
+from ..data.generate import build_dataset
+from ..data.records import load_jsonl
+from ..data.render import from_gpt4tools
+from ..data.review_store import ReviewStore
+from ..data.teachers import load_teacher
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 PREVIEW_COLUMNS = ["kind", "instruction", "tools used", "answer"]
@@ -25,8 +24,8 @@ PREVIEW_COLUMNS = ["kind", "instruction", "tools used", "answer"]
 DEMO_MAX_RECORDS = 20  # a shared demo Space generates a taste of the data, not a dataset
 
 
-def build_data_tab(store: ReviewStore, registry: ToolRegistry, demo: bool = False) -> dict[str, Any]:
-    """Build the Data tab inside the current gr.Blocks; returns its components by name. `demo` (a shared Space):
+def build_data_tab(store: ReviewStore, registry: ToolRegistry, demo: bool = False) -> None:
+    """Build the Data tab inside the current gr.Blocks (it wires itself: nothing to return). `demo` (a shared Space):
     the template teacher only, the example images or uploads (no server folder), at most DEMO_MAX_RECORDS."""
     gr.Markdown("Generate GPT4Tools-style instructions: the teacher sees each image's caption and objects "
                 "and the tool descriptions, and writes instructions with their tool calls. The **template** "
@@ -107,5 +106,3 @@ def build_data_tab(store: ReviewStore, registry: ToolRegistry, demo: bool = Fals
     run.click(on_generate, [folder, uploads, teacher, n, per_call, offer, name, augment],
               [report, preview, dataset_file], api_name="generate", concurrency_limit=1)
     import_button.click(on_import, [imported], [report], api_name="import_records")
-    return {"folder": folder, "teacher": teacher, "n": n, "run": run, "report": report, "preview": preview,
-            "dataset_file": dataset_file}

@@ -4,7 +4,6 @@ from __future__ import annotations
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import gradio as gr
 import pandas as pd
@@ -16,14 +15,14 @@ from agent.shortlist import load_shortlist, retriever_folder
 from visual_tools import ToolRegistry
 from visual_tools.zerogpu import on_gpu
 
-from ..evaluate import METRICS, evaluate, load_cases, markdown, shortlisted, summary, write_report
-from .train_tab import datasets_choices
+from ..evaluation.evaluate import METRICS, evaluate, load_cases, markdown, shortlisted, summary, write_report
+from .runs import datasets_choices
 
 PREDICTION_COLUMNS = ["id", "tools", "unseen", *METRICS]
 
 
-def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
-    """Build the Evaluate tab inside the current gr.Blocks; returns its components by name."""
+def build_evaluate_tab(controllers: ControllerPool) -> None:
+    """Build the Evaluate tab inside the current gr.Blocks (it wires itself: nothing to return)."""
     all_tools = ToolRegistry.from_load().tools  # a case may offer tools this app did not load
     with gr.Row():
         with gr.Column(scale=2):
@@ -86,7 +85,6 @@ def build_evaluate_tab(controllers: ControllerPool) -> dict[str, Any]:
         build_bfcl_eval(controllers)
     with gr.Accordion("Toolformer: math word problems with and without calls", open=False):
         build_toolformer_eval()
-    return {"data": data, "controller": controller, "adapter": adapter, "run": run, "table": table, "chart": chart}
 
 
 def build_bfcl_eval(controllers: ControllerPool) -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import html
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +13,10 @@ from PIL import Image
 
 from visual_tools import ToolRegistry
 
-from ..filters import check
-from ..records import Record
-from ..render import parse_trace, render_trace
-from ..review_store import Filters, Item, ReviewConflict, ReviewStore
+from ..data.filters import check
+from ..data.records import Record
+from ..data.render import parse_trace, render_trace
+from ..data.review_store import Filters, Item, ReviewConflict, ReviewStore
 
 ALL = "all"
 # Keyboard shortcuts, installed once through launch(head=...): a/r/space/u/e outside text boxes,
@@ -58,8 +60,17 @@ def _open(path: str | None) -> Image.Image | None:
         return None
 
 
-def build_review_tab(store: ReviewStore, registry: ToolRegistry) -> dict[str, Any]:
-    """Build the Review tab inside the current gr.Blocks; returns its components by name."""
+@dataclass(frozen=True)
+class ReviewTab:
+    """What app.py wires: a refresh (on page load and when the tab opens) and the reviewer's name from the login.
+    Each is (function, inputs, outputs)."""
+
+    refresh: tuple[Callable[..., Any], list[gr.components.Component], list[gr.components.Component]]
+    on_load: tuple[Callable[..., Any], None, list[gr.components.Component]]
+
+
+def build_review_tab(store: ReviewStore, registry: ToolRegistry) -> ReviewTab:
+    """Build the Review tab inside the current gr.Blocks."""
     current = gr.State(None)  # (record id, version) on screen
     with gr.Row():
         reviewer = gr.Textbox(label="Reviewer", placeholder="your name", scale=1)
@@ -186,10 +197,5 @@ def build_review_tab(store: ReviewStore, registry: ToolRegistry) -> dict[str, An
     skip.click(advance, [current, *filters_in], view_out, api_name="review_skip")
     undo.click(on_undo, [reviewer], view_out, api_name="review_undo")
     export.click(on_export, [export_status], exported, api_name="review_export")
-    components = {"reviewer": reviewer, "status": status, "tool": tool, "kind": kind, "teacher": teacher,
-                  "progress": progress, "image": image, "instruction": instruction, "steps": steps, "trace": trace,
-                  "reason": reason, "accept": accept, "edit": edit, "reject": reject, "skip": skip, "undo": undo,
-                  "export": export, "exported": exported, "current": current}
-    components["refresh"] = (refresh, filters_in, [tool, kind, teacher, *view_out])
-    components["on_load"] = (on_load, None, [reviewer])
-    return components
+    return ReviewTab(refresh=(refresh, filters_in, [tool, kind, teacher, *view_out]),
+                     on_load=(on_load, None, [reviewer]))

@@ -6,19 +6,19 @@ progress, one row per iteration), the difficulty of each sample, and `iter-N/` w
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
-from ..sft import LOG_FILE as TRAINER_LOG
+from ..tuning.sft import LOG_FILE as TRAINER_LOG
 from ..toolace_r.cli import iteration_table
 from ..toolace_r.iterate import LOG_FILE, Settings
-from .train_tab import (RUN_NAME, datasets_choices, failure, launch, list_runs, new_run, output_of, process_state,
-                        progress_bar, read_events, runs_dir, stop_process)
+from .runs import RunKind, datasets_choices, read_events, wire
 
-KIND = "toolace-r"
+RUNS = RunKind("toolace-r", LOG_FILE)
 STAGES = {"evaluating": "evaluating on the held-out samples", "scoring": "sampling k answers per sample (difficulty)",
           "training": "training the adapter"}
 PLOT_COLUMNS = ["iteration", "value", "series"]
@@ -35,38 +35,41 @@ def plot_frame(events: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=PLOT_COLUMNS)
 
 
-def status(name: str | None) -> dict[str, Any]:
-    empty = {"state": "none", "text": "No run selected.", "table": "", "plot": pd.DataFrame(columns=PLOT_COLUMNS),
-             "tail": "", "adapter": ""}
-    if not name or not RUN_NAME.fullmatch(name) or not (runs_dir(KIND) / name / "command.json").is_file():
-        return empty
-    run = runs_dir(KIND) / name
-    events = read_events(run / LOG_FILE)
-    output = output_of(run)
-    done = next((e for e in events if e.get("event") == "done"), None)
-    state = process_state(run, done is not None)
-    text = f"**{name}**: {state}"
-    stage = next((e for e in reversed(events) if e.get("event") == "stage"), {})
-    if state == "running" and stage:
-        step, total = 0, 0
+@dataclass(frozen=True)
+class RunView:
+    """What the section shows of a run."""
+
+    state: str
+    text: str
+    table: str
+    plot: pd.DataFrame
+    tail: str
+    adapter: str
+
+
+def status(name: str | None) -> RunView:
+    run = RUNS.get(name)
+    if run is None:
+        return RunView("none", "No run selected.", "", pd.DataFrame(columns=PLOT_COLUMNS), "", "")
+    stage = next((e for e in reversed(run.events) if e.get("event") == "stage"), {})
+    detail, step, total = "", 0, 0
+    if run.state == "running" and stage:
         if stage["stage"] == "training":
-            logs = [e for e in read_events(run / f"iter-{stage['iteration']}" / TRAINER_LOG) if e.get("event") == "log"]
+            logs = [e for e in read_events(run.path / f"iter-{stage['iteration']}" / TRAINER_LOG)
+                    if e.get("event") == "log"]
             step, total = (logs[-1]["step"], logs[-1]["max_steps"]) if logs else (0, 0)
         elif stage["stage"] == "scoring":
-            progress = [e for e in events if e.get("event") == "progress"]
+            progress = [e for e in run.events if e.get("event") == "progress"]
             step, total = (progress[-1]["done"], progress[-1]["total"]) if progress else (0, 0)
-        text += f" · iteration {stage['iteration']}: {STAGES.get(stage['stage'], stage['stage'])}"
-        if total:
-            text = f"{progress_bar(step, total)}\n\n{text} · {step} / {total}"
-    if state == "failed":
-        text += f" · {failure(output)}"
-    return {"state": state, "text": text, "table": iteration_table(run) if events else "",
-            "plot": plot_frame(events), "tail": "\n".join(output.splitlines()[-12:]),
-            "adapter": (done or {}).get("best_adapter") or ""}
+        detail = f" · iteration {stage['iteration']}: {STAGES.get(stage['stage'], stage['stage'])}" + (
+            f" · {step} / {total}" if total else "")
+    done = next((e for e in run.events if e.get("event") == "done"), {})
+    return RunView(run.state, run.headline(detail, step, total), iteration_table(run.path) if run.events else "",
+                   plot_frame(run.events), run.tail(), done.get("best_adapter") or "")
 
 
-def start_run(name: str, data: str, base: str, settings: dict[str, Any]) -> Path:
-    """Launch `python -m training toolace-r` in its own process group; one active run at a time."""
+def start_run(name: str, data: str, base: str, settings: dict[str, Any]) -> str:
+    """Launch `python -m training toolace-r`; one active run at a time."""
     Settings(iters=int(settings["iters"]), alpha=float(settings["alpha"]), beta=float(settings["beta"]),
              k=int(settings["k"])).check()
     if not data or data.startswith("review:"):
@@ -75,22 +78,18 @@ def start_run(name: str, data: str, base: str, settings: dict[str, Any]) -> Path
         raise ValueError(f"no such data file: {data}")
     if settings.get("init-adapter") and not (Path(settings["init-adapter"]) / "adapter_config.json").is_file():
         raise ValueError(f"no adapter in {settings['init-adapter']}")
-    run = new_run(KIND, name, lambda r: status(r)["state"])
-    command = [sys.executable, "-m", "training", "toolace-r", "--data", data, "--base", base, "--out", str(run)]
-    for flag, value in settings.items():
-        command += [f"--{flag}", str(value)]
-    launch(run, command)
-    return run
+
+    def command(run: Path) -> list[str]:
+        argv = [sys.executable, "-m", "training", "toolace-r", "--data", data, "--base", base, "--out", str(run)]
+        for flag, value in settings.items():
+            argv += [f"--{flag}", str(value)]
+        return argv
+
+    return RUNS.start(name, command).name
 
 
-def stop_run(name: str) -> None:
-    if status(name)["state"] != "running":
-        raise ValueError("no running run selected")
-    stop_process(runs_dir(KIND) / name)
-
-
-def build_toolace_tab() -> dict[str, Any]:
-    """Build the ToolACE-R section inside the current gr.Blocks; returns its components by name."""
+def build_toolace_tab() -> None:
+    """Build the ToolACE-R section inside the current gr.Blocks (it wires itself: nothing to return)."""
     gr.Markdown("Score every sample with the current model (k sampled answers, Hungarian-matched against the gold "
                 "calls: difficulty D), keep α < D < β, train the adapter further on them (each also as a "
                 "self-refine turn), and repeat while the held-out score improves.")
@@ -120,44 +119,27 @@ def build_toolace_tab() -> dict[str, Any]:
                 start = gr.Button("Start", variant="primary")
                 stop = gr.Button("Stop", variant="stop")
         with gr.Column(scale=3):
-            run = gr.Dropdown(list_runs(KIND), label="Run", allow_custom_value=True)
+            run = gr.Dropdown(RUNS.names(), label="Run", allow_custom_value=True)
             state = gr.Markdown("No run selected.")
             table = gr.Markdown()
             plot = gr.LinePlot(pd.DataFrame(columns=PLOT_COLUMNS), x="iteration", y="value", color="series",
                                title="Per iteration", height=260)
             adapter = gr.Textbox(label="Best adapter", interactive=False)
             tail = gr.Textbox(label="Log", lines=5, max_lines=12, interactive=False, autoscroll=True)
-    timer = gr.Timer(2.0)
 
     def show(name_: str | None):
-        info = status(name_)
-        return info["text"], info["table"], info["plot"], info["adapter"], info["tail"]
+        view = status(name_)
+        return view.text, view.table, view.plot, view.adapter, view.tail
 
-    def on_start(data_, base_, name_, iters_, alpha_, beta_, k_, limit_, epochs_, max_steps_, format_, init_,
-                 patience_):
+    def begin(data_, base_, name_, iters_, alpha_, beta_, k_, limit_, epochs_, max_steps_, format_, init_,
+              patience_) -> str:
         settings = {"iters": int(iters_), "alpha": alpha_, "beta": beta_, "k": int(k_), "limit": int(limit_),
                     "epochs": epochs_, "max-steps": int(max_steps_), "format": format_ or "python",
                     "patience": int(patience_)}
         if (init_ or "").strip():
             settings["init-adapter"] = init_.strip()
-        try:
-            started = start_run((name_ or "").strip(), (data_ or "").strip(), (base_ or "embedded").strip(), settings)
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
-        return gr.update(choices=list_runs(KIND), value=started.name), *show(started.name)
+        return start_run((name_ or "").strip(), (data_ or "").strip(), (base_ or "embedded").strip(), settings)
 
-    def on_stop(name_: str | None):
-        try:
-            stop_run(name_ or "")
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
-        return show(name_)
-
-    outputs = [state, table, plot, adapter, tail]
-    start.click(on_start, [data, base, name, iters, alpha, beta, k, limit, epochs, max_steps, data_format, init,
-                           patience],
-                [run, *outputs], api_name="toolace_start")
-    stop.click(on_stop, run, outputs, api_name="toolace_stop")
-    run.change(show, run, outputs, api_name="toolace_status")
-    timer.tick(show, run, outputs, api_visibility="private")
-    return {"run": run, "status": state, "adapter": adapter, "timer": timer}
+    wire(RUNS, "toolace", begin, [data, base, name, iters, alpha, beta, k, limit, epochs, max_steps, data_format,
+                                  init, patience],
+         show, [state, table, plot, adapter, tail], run=run, start=start, stop=stop)

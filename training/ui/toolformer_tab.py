@@ -6,6 +6,7 @@ A run lives in `$TOOLSMITH_HOME/toolformer/<name>`: the command, the process id,
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,14 @@ import pandas as pd
 from visual_tools import data_home
 from visual_tools.text_tools import DEFAULT_CORPUS
 
-from ..sft import LOG_FILE as TRAINER_LOG
+from ..tuning.sft import LOG_FILE as TRAINER_LOG
 from ..toolformer.annotate import write_jsonl
 from ..toolformer.cli import LOG_FILE
 from ..toolformer.corpus import make_corpus
 from ..toolformer.prompts import PROMPTS
-from .train_tab import (RUN_NAME, failure, launch, list_runs, new_run, output_of, process_state, progress_bar,
-                        read_events, runs_dir, stop_process)
+from .runs import RunKind, read_events, wire
 
-KIND = "toolformer"  # runs live in $TOOLSMITH_HOME/toolformer/<name>
+RUNS = RunKind("toolformer", LOG_FILE)
 SYNTHETIC = "synthetic (Calculator + Calendar texts, generated)"
 WIKI = str(DEFAULT_CORPUS)  # the shipped passages: held-out text for perplexity
 CANDIDATE_COLUMNS = ["gain (L⁻ − L⁺)", "call", "text", "kept"]
@@ -67,68 +67,68 @@ def results_table(events: list[dict]) -> str:
             + (f"\n\nPerplexity on held-out text, calls disabled: {ppl}" if ppl else ""))
 
 
-def tf_status(name: str | None) -> dict[str, Any]:
-    empty = {"state": "none", "text": "No run selected.", "kept": "", "candidates": pd.DataFrame(
-        columns=CANDIDATE_COLUMNS), "results": "", "tail": ""}
-    if not name or not RUN_NAME.fullmatch(name) or not (runs_dir(KIND) / name / "command.json").is_file():
-        return empty
-    run = runs_dir(KIND) / name
-    events = read_events(run / LOG_FILE)
-    output = output_of(run)
-    state = process_state(run, any(e.get("event") == "done" for e in events))
-    stage = next((e for e in reversed(events) if e.get("event") == "stage"), {})
-    done, total = 0, 0
+@dataclass(frozen=True)
+class RunView:
+    """What the section shows of a run."""
+
+    state: str
+    text: str
+    kept: str
+    candidates: pd.DataFrame
+    results: str
+    tail: str
+
+
+def tf_status(name: str | None) -> RunView:
+    run = RUNS.get(name)
+    if run is None:
+        return RunView("none", "No run selected.", "", pd.DataFrame(columns=CANDIDATE_COLUMNS), "", "")
+    stage = next((e for e in reversed(run.events) if e.get("event") == "stage"), {})
     if stage.get("stage") == "train":
-        logs = [e for e in read_events(run / TRAINER_LOG) if e.get("event") == "log"]
+        logs = [e for e in read_events(run.path / TRAINER_LOG) if e.get("event") == "log"]
         done, total = (logs[-1]["step"], logs[-1]["max_steps"]) if logs else (0, 0)
     else:
-        progress = [e for e in events if e.get("event") == "progress" and e.get("stage") == stage.get("stage")]
+        progress = [e for e in run.events if e.get("event") == "progress" and e.get("stage") == stage.get("stage")]
         done, total = (progress[-1]["done"], progress[-1]["total"]) if progress else (0, 0)
-    text = f"**{name}**: {state}"
-    if state == "running" and stage:
+    detail = ""
+    if run.state == "running" and stage:
         label = STAGES.get(stage["stage"], stage["stage"]) + (f" ({stage['model']} model)" if "model" in stage else "")
-        text += f" · {label}" + (f" · {done} / {total}" if total else "")
-        if total:
-            text = f"{progress_bar(done, total)}\n\n{text}"
-    if state == "failed":
-        text += f" · {failure(output)}"
-    annotated = next((e for e in events if e.get("event") == "annotated"), None)
-    return {"state": state, "text": text, "kept": annotated["report"] if annotated else "",
-            "candidates": candidates_view(run) if annotated else empty["candidates"],
-            "results": results_table(events), "tail": "\n".join(output.splitlines()[-12:])}
+        detail = f" · {label}" + (f" · {done} / {total}" if total else "")
+    else:
+        done = total = 0
+    annotated = next((e for e in run.events if e.get("event") == "annotated"), None)
+    return RunView(run.state, run.headline(detail, done, total), annotated["report"] if annotated else "",
+                   candidates_view(run.path) if annotated else pd.DataFrame(columns=CANDIDATE_COLUMNS),
+                   results_table(run.events), run.tail())
 
 
-def start_tf_run(name: str, corpus: str, base: str, tools: list[str], settings: dict[str, Any]) -> Path:
-    """Launch `python -m training toolformer run` in its own process group; one active run at a time."""
+def start_tf_run(name: str, corpus: str, base: str, tools: list[str], settings: dict[str, Any]) -> str:
+    """Launch `python -m training toolformer run`; one active run at a time."""
     if not tools:
         raise ValueError("choose at least one tool")
     if any(tool not in PROMPTS for tool in tools):
         raise ValueError(f"Toolformer tools are {', '.join(PROMPTS)}")
-    run = new_run(KIND, name, lambda r: tf_status(r)["state"])
-    if corpus == SYNTHETIC:
-        corpus = str(run / "corpus.jsonl")
-        write_jsonl(Path(corpus), make_corpus(int(settings["limit"]), seed=0))
-    elif not Path(corpus).is_file():
-        run.rmdir()
+    if corpus != SYNTHETIC and not Path(corpus).is_file():
         raise ValueError(f"no such corpus: {corpus}")
-    command = [sys.executable, "-m", "training", "toolformer", "run", "--corpus", corpus, "--model", base,
-               "--out", str(run), "--ppl", WIKI]
-    for tool in tools:
-        command += ["--tool", tool]
-    for flag, value in settings.items():
-        command += [f"--{flag}", str(value)]
-    launch(run, command)
-    return run
+
+    def command(run: Path) -> list[str]:
+        texts = corpus
+        if corpus == SYNTHETIC:
+            texts = str(run / "corpus.jsonl")
+            write_jsonl(Path(texts), make_corpus(int(settings["limit"]), seed=0))
+        argv = [sys.executable, "-m", "training", "toolformer", "run", "--corpus", texts, "--model", base,
+                "--out", str(run), "--ppl", WIKI]
+        for tool in tools:
+            argv += ["--tool", tool]
+        for flag, value in settings.items():
+            argv += [f"--{flag}", str(value)]
+        return argv
+
+    return RUNS.start(name, command).name
 
 
-def stop_tf_run(name: str) -> None:
-    if tf_status(name)["state"] != "running":
-        raise ValueError("no running run selected")
-    stop_process(runs_dir(KIND) / name)
-
-
-def build_toolformer_tab() -> dict[str, Any]:
-    """Build the Toolformer section inside the current gr.Blocks; returns its components by name."""
+def build_toolformer_tab() -> None:
+    """Build the Toolformer section inside the current gr.Blocks (it wires itself: nothing to return)."""
     gr.Markdown("Annotate a corpus with API calls (positions, sampled calls, execution, the L⁻ − L⁺ ≥ τf filter), "
                 "fine-tune on C*, then compare math accuracy with calls triggered in the top-k (k = 0: none).")
     with gr.Row():
@@ -149,40 +149,23 @@ def build_toolformer_tab() -> dict[str, Any]:
                 start = gr.Button("Start", variant="primary")
                 stop = gr.Button("Stop", variant="stop")
         with gr.Column(scale=3):
-            run = gr.Dropdown(list_runs(KIND), label="Run", allow_custom_value=True)
+            run = gr.Dropdown(RUNS.names(), label="Run", allow_custom_value=True)
             status = gr.Markdown("No run selected.")
             kept = gr.Markdown(label="Calls per tool")
             results = gr.Markdown()
             candidates = gr.Dataframe(pd.DataFrame(columns=CANDIDATE_COLUMNS), label="Highest- and lowest-scoring "
                                       "candidates (the paper's Table 10)", wrap=True, interactive=False)
             tail = gr.Textbox(label="Log", lines=5, max_lines=12, interactive=False, autoscroll=True)
-    timer = gr.Timer(2.0)
 
     def show(name_: str | None):
-        info = tf_status(name_)
-        return info["text"], info["kept"], info["results"], info["candidates"], info["tail"]
+        view = tf_status(name_)
+        return view.text, view.kept, view.results, view.candidates, view.tail
 
-    def on_start(corpus_, tools_, base_, name_, limit_, positions_, samples_, epochs_, eval_limit_, ks_):
+    def begin(corpus_, tools_, base_, name_, limit_, positions_, samples_, epochs_, eval_limit_, ks_) -> str:
         settings = {"limit": int(limit_), "positions": int(positions_), "samples": int(samples_),
                     "epochs": epochs_, "eval-limit": int(eval_limit_), "k": (ks_ or "0,10").replace(" ", "")}
-        try:
-            started = start_tf_run((name_ or "").strip(), (corpus_ or "").strip(), (base_ or "embedded").strip(),
-                                   list(tools_ or []), settings)
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
-        return gr.update(choices=list_runs(KIND), value=started.name), *show(started.name)
+        return start_tf_run((name_ or "").strip(), (corpus_ or "").strip(), (base_ or "embedded").strip(),
+                            list(tools_ or []), settings)
 
-    def on_stop(name_: str | None):
-        try:
-            stop_tf_run(name_ or "")
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
-        return show(name_)
-
-    outputs = [status, kept, results, candidates, tail]
-    start.click(on_start, [corpus, tools, base, name, limit, positions, samples, epochs, eval_limit, ks],
-                [run, *outputs], api_name="toolformer_start")
-    stop.click(on_stop, run, outputs, api_name="toolformer_stop")
-    run.change(show, run, outputs, api_name="toolformer_status")
-    timer.tick(show, run, outputs, api_visibility="private")
-    return {"run": run, "status": status, "start": start, "stop": stop, "timer": timer}
+    wire(RUNS, "toolformer", begin, [corpus, tools, base, name, limit, positions, samples, epochs, eval_limit, ks],
+         show, [status, kept, results, candidates, tail], run=run, start=start, stop=stop)

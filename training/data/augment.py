@@ -13,7 +13,7 @@ from visual_tools.image_store import output_name
 from . import templates
 from .records import GoldStep, Record, Source, record_id
 
-NO_TOOL_CHAT = Path(__file__).resolve().parent.parent / "assets" / "no_tool_chat.jsonl"
+NO_TOOL_CHAT = Path(__file__).resolve().parents[2] / "assets" / "no_tool_chat.jsonl"
 IMAGE_NAME_QUESTION = ("What is the file name of the image I gave you?", "The image is named {name}.")
 
 

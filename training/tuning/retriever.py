@@ -16,9 +16,9 @@ import numpy as np
 from agent.retriever import ENCODER_ID, ClassifierRetriever, embed
 from visual_tools import ToolRegistry
 
-from .generate import parse_reply
-from .records import Record
-from .teachers import Annotation, TeacherRequest, TemplateTeacher
+from ..data.generate import parse_reply
+from ..data.records import Record
+from ..data.teachers import Annotation, TeacherRequest, TemplateTeacher
 
 C = 10.0  # inverse regularisation; 1, 10 and 100 measured: 10 was best at recall@1 and @2
 MIN_EXAMPLES = 20  # tools with fewer examples in the records get this many template phrasings

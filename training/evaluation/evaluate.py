@@ -21,8 +21,8 @@ from visual_tools import ToolInputError
 from visual_tools.image_store import IMAGE_NAME, output_name
 
 from .metrics import score
-from .records import GoldStep, Record, Source, image_name_for, load_jsonl, placeholder_observation, record_id
-from .render import conversation, from_gpt4tools, render_trace, step_text
+from ..data.records import GoldStep, Record, Source, image_name_for, load_jsonl, placeholder_observation, record_id
+from ..data.render import conversation, from_gpt4tools, render_trace, step_text
 
 METRICS = ("SR_t", "SR_act", "SR_args", "SR")
 FORM = "form errors"  # replies with a tool name that does not exist, no `Action Input`, or an image not in the case

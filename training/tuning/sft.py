@@ -25,9 +25,9 @@ from agent.hf_controller import fingerprint
 from agent.prompts import THOUGHT_NO, THOUGHT_YES, render_final
 from visual_tools import ToolRegistry
 
-from .filters import check
-from .records import Record, load_jsonl
-from .render import examples
+from ..data.filters import check
+from ..data.records import Record, load_jsonl
+from ..data.render import examples
 
 STOP_FILE = "STOP"  # created in the run folder by the UI's Stop button: the trainer stops and saves
 LOG_FILE = "trainer_log.jsonl"
@@ -80,7 +80,7 @@ def base_checkpoint(base: str) -> tuple[str, str]:
 def load_records(data: str) -> tuple[list[Record], str]:
     """Records from a JSONL file, or `review:accepted` (the review store's accepted records); and their hash."""
     if data.startswith("review:"):
-        from .review_store import Filters, ReviewStore
+        from ..data.review_store import Filters, ReviewStore
         records = ReviewStore.default().records(Filters(status=data.split(":", 1)[1] or "accepted"))
         digest = hashlib.sha256("".join(r.model_dump_json() for r in records).encode()).hexdigest()
         return records, digest

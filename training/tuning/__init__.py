@@ -1,0 +1,1 @@
+"""Tuning the controller: LoRA supervised fine-tuning (peft + transformers) and the shortlist's classifier (Train)."""
