@@ -81,12 +81,15 @@ def embedded_checkpoint() -> str:
 
 
 def embedded_tokenizer(gguf: Path):
-    """The model's tokenizer (with its chat template), read from the GGUF once and kept as tokenizer files."""
-    from transformers import AutoTokenizer
+    """The model's tokenizer (with its chat template), read from the GGUF once and kept as tokenizer files.
+    Kept files load through the fast tokenizer's own class: `AutoTokenizer` would import torch (~2 s of each
+    start of the llama.cpp path, which does not use it)."""
+    from transformers import PreTrainedTokenizerFast
     own = data_home() / "models" / f"{MODEL_NAME}-tokenizer"
     for folder in (data_home() / "models" / MODEL_NAME, own):  # the converted model's, else our own copy
         if (folder / "tokenizer_config.json").is_file():
-            return AutoTokenizer.from_pretrained(folder)
+            return PreTrainedTokenizerFast.from_pretrained(folder)
+    from transformers import AutoTokenizer
     note(f"Reading the embedded controller's tokenizer from {gguf.name} (once)...")
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     save_atomically(own, tokenizer.save_pretrained)

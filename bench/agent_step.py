@@ -8,7 +8,7 @@ of fixed 32-token steps, and a real chat turn through the agent loop (upload, Ed
 Then, on llama.cpp, the shortlist and the grammar: decode tokens/s of agent steps with and without the grammar,
 and a chat turn (the second of a conversation, the first one's prompt cached) with the app's 11 tools or all 36
 offered, each with the grammar and the shortlist off and on.
-Run: python bench/agent_step.py [--repeats 2]
+Run: python bench/agent_step.py [--repeats 2] [--only-starts | --only-constraints]
 """
 from __future__ import annotations
 
@@ -170,6 +170,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--worker", choices=["start", "measure", "constraints"], help=argparse.SUPPRESS)
     parser.add_argument("--only-constraints", action="store_true", help="only the grammar and shortlist table")
+    parser.add_argument("--only-starts", action="store_true", help="only the first and later starts of each engine")
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker == "start":
@@ -180,6 +181,9 @@ def main() -> None:
         return
     if args.worker == "constraints":
         print(json.dumps(measure_constraints(args.repeats)))
+        return
+    if args.only_starts:
+        starts(args.repeats)
         return
     if not args.only_constraints:
         engines(args.repeats)
@@ -198,6 +202,17 @@ def main() -> None:
         if key.startswith("chat turn"):
             print(f"| {key} | {value:.2f} | **{today / value:.2f}x** the speed of 11 tools, both off (today) |")
     print("| turns end with | " + ", ".join(sorted({v for k, v in out.items() if k.startswith("…")})) + " | |")
+
+
+def starts(repeats: int) -> None:
+    """A first start on an empty data folder, then `repeats` later starts, each a whole process."""
+    print(f"starts are whole processes (python to the first token); later: median of {repeats}\n\n"
+          "| engine | first start (s) | later start (s) | later start < 5 s |\n|---|---|---|---|")
+    for engine in ENGINES:
+        with tempfile.TemporaryDirectory() as home:
+            first, _ = child(engine, "start", home, 1)
+            later = statistics.median(child(engine, "start", home, 1)[0] for _ in range(repeats))
+        print(f"| {engine} | {first:.2f} | {later:.2f} | {'met' if later < 5 else 'missed'} |", flush=True)
 
 
 def engines(repeats: int) -> None:

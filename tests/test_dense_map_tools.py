@@ -44,7 +44,8 @@ def test_segmentation_map_uses_the_ade20k_palette(tmp_path, store):
 def test_hed_loads_annotator_weights_and_maps_edges(store, tmp_path):
     import torch
 
-    from visual_tools.hed import WEIGHTS, HedNetwork, Image2Hed
+    from visual_tools._hed_network import HedNetwork
+    from visual_tools.hed import WEIGHTS, Image2Hed
     torch.manual_seed(0)
     torch.save(HedNetwork().state_dict(), tmp_path / WEIGHTS)  # the file layout of lllyasviel/Annotators
     tool = Image2Hed("cpu", str(tmp_path))

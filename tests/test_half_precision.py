@@ -16,7 +16,8 @@ from visual_tools.registry import TOOL_CLASSES, memory_text
 
 
 def build_hed(folder):
-    from visual_tools.hed import WEIGHTS, HedNetwork
+    from visual_tools._hed_network import HedNetwork
+    from visual_tools.hed import WEIGHTS
     folder.mkdir()
     torch.save(HedNetwork().state_dict(), folder / WEIGHTS)  # the file layout of lllyasviel/Annotators
     return folder

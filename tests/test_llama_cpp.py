@@ -89,6 +89,19 @@ def test_the_default_embedded_controller_is_llama_cpp_with_the_shipped_adapter(c
     assert streamed == text
 
 
+
+def test_a_later_start_on_llama_cpp_imports_only_what_it_uses():
+    """After the first conversion, starting the embedded controller on llama.cpp and listing the tools import neither
+    torch nor any tool's model library (the shortlist's encoder loads at the first message that needs it)."""
+    load_controller(ControllerSpec(engine="llama.cpp"))  # converts once, in this test data folder
+    code = ("import sys; from agent.factory import ControllerSpec, load_controller; from visual_tools import "
+            "ToolRegistry; load_controller(ControllerSpec(engine='llama.cpp')).generate('Hi', max_new_tokens=1); "
+            "ToolRegistry.from_load('Image2Canny_cpu,Calculator_cpu').available(); "
+            "print(sorted(m for m in ('torch', 'sentence_transformers', 'diffusers', 'gradio') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "[]"
+
 def _convert_in_child(adapter: Path, home: Path) -> subprocess.Popen:
     code = ("from pathlib import Path; from agent.embedded import gguf_path; from agent.gguf_merge import merged_gguf;"
             f"merged_gguf(gguf_path(), Path({str(adapter)!r}), Path({str(home / 'engine')!r}))")

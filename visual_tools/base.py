@@ -1,19 +1,24 @@
 """The tool contract: one class per tool, its prompt name, description and input schema in one place."""
 from __future__ import annotations
 
+import functools
 import gc
 import importlib.util
 import inspect
 import os
+import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import torch
 from PIL import Image
 
 from .checkpoints import hub_availability
+
+if TYPE_CHECKING:  # torch is imported where a model runs: listing tools and the llama.cpp chat go without it
+    import torch
 
 InputType = Literal["image_path", "text", "number", "box"]
 INPUT_TYPES = ("image_path", "text", "number", "box")  # a box: `[x1, y1, x2, y2]`, in pixels or fractions
@@ -23,6 +28,16 @@ INPUT_TYPES = ("image_path", "text", "number", "box")  # a box: `[x1, y1, x2, y2
 class Input:
     name: str
     type: InputType
+
+
+def inference_mode(forward: Callable[..., Any]) -> Callable[..., Any]:
+    """`@torch.inference_mode()` for a tool's `forward`, importing torch at its first call, not with its module."""
+    @functools.wraps(forward)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        import torch
+        with torch.inference_mode():
+            return forward(*args, **kwargs)
+    return run
 
 
 class ToolInputError(ValueError):
@@ -87,6 +102,7 @@ class Tool:
     @property
     def dtype(self) -> torch.dtype:
         """The dtype models load in: half precision on CUDA, full precision on the CPU."""
+        import torch
         return torch.float16 if self.device.startswith("cuda") else torch.float32
 
     @classmethod
@@ -137,7 +153,8 @@ class Tool:
                 delattr(self, attr)
             self._loaded_attrs, self._ready = set(), False
         gc.collect()
-        if torch.cuda.is_available():
+        torch = sys.modules.get("torch")  # nothing to free where no model ever loaded
+        if torch is not None and torch.cuda.is_available():
             torch.cuda.empty_cache()
 
     # --- memory --------------------------------------------------------------------------------
@@ -152,6 +169,7 @@ class Tool:
 
     def modules(self) -> list[torch.nn.Module]:
         """The torch modules `setup()` loaded for this tool itself, not those it shares with its `requires`."""
+        import torch
         shared = {id(m) for part in self.parts.values() for m in part.modules()}
         found: dict[int, torch.nn.Module] = {}
         for attr in self._loaded_attrs:

@@ -3,24 +3,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
 from PIL import Image
-from transformers import BlipForConditionalGeneration, BlipForQuestionAnswering, BlipProcessor
 
-from .base import Input, Tool
+from .base import Input, Tool, inference_mode
 from .checkpoints import locate
 
 
 class _Blip(Tool):
-    model_class: type
+    model_class: str  # the transformers class, imported in setup() (listing the tools does not import transformers)
     backend = "BLIP through transformers"
 
     def setup(self) -> None:
+        import transformers
         path = locate(self.checkpoint)
-        self.processor = BlipProcessor.from_pretrained(path)
-        self.model = self.model_class.from_pretrained(path, dtype=self.dtype).to(self.device).eval()
+        self.processor = transformers.BlipProcessor.from_pretrained(path)
+        self.model = getattr(transformers, self.model_class).from_pretrained(path, dtype=self.dtype).to(
+            self.device).eval()
 
-    @torch.inference_mode()
+    @inference_mode
     def _generate(self, image_path: Path, text: str | None = None) -> str:
         image = Image.open(image_path).convert("RGB")
         batch = self.processor(images=image, text=text, return_tensors="pt").to(self.device, self.dtype)
@@ -36,7 +36,7 @@ class ImageCaptioning(_Blip):
     output = "text"
     checkpoints = ("Salesforce/blip-image-captioning-base",)
     params_m = 247
-    model_class = BlipForConditionalGeneration
+    model_class = "BlipForConditionalGeneration"
     phrasings = ("What is in this photo?", "Describe the picture for me.", "Can you tell me what this image shows?",
                  "Give me a short caption for this picture.", "What's going on in this image?",
                  "I can't see the image well; describe it, please.")
@@ -55,7 +55,7 @@ class VisualQuestionAnswering(_Blip):
     output = "text"
     checkpoints = ("Salesforce/blip-vqa-base",)
     params_m = 385
-    model_class = BlipForQuestionAnswering
+    model_class = "BlipForQuestionAnswering"
     phrasings = ("{question}", "Look at the picture and tell me: {question}",
                  "Answer a question about the image: {question}", "I'd like to know: {question}",
                  "Quick question about the photo. {question}")

@@ -4,10 +4,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 from PIL import Image, ImageDraw
 
-from .base import Input, Tool, ToolInputError
+from .base import Input, Tool, ToolInputError, inference_mode
 from .checkpoints import locate
 from .sam import overlay
 
@@ -43,7 +42,7 @@ class Text2Box(Tool):
         self.model = AutoModelForZeroShotObjectDetection.from_pretrained(
             locate(self.checkpoint), dtype=self.dtype).to(self.device).eval()
 
-    @torch.inference_mode()
+    @inference_mode
     def detect(self, image: Image.Image, text: str) -> list[tuple[list[float], str, float]]:
         """(box [x1, y1, x2, y2] in pixels, phrase, score) for each detection of `text`."""
         prompt = text.lower().strip()

@@ -11,46 +11,12 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import torch
 from PIL import Image
-from torch import nn
 
-from .base import Input, Tool
+from .base import Input, Tool, inference_mode
 from .checkpoints import locate
 
 WEIGHTS = "ControlNetHED.pth"
-
-
-class _Block(nn.Module):
-    def __init__(self, channels_in: int, channels: int, layers: int):
-        super().__init__()
-        self.convs = nn.Sequential(*[nn.Conv2d(channels_in if i == 0 else channels, channels, 3, padding=1)
-                                     for i in range(layers)])
-        self.projection = nn.Conv2d(channels, 1, 1)
-
-    def forward(self, x: torch.Tensor, down: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        h = nn.functional.max_pool2d(x, 2) if down else x
-        for conv in self.convs:
-            h = nn.functional.relu(conv(h))
-        return h, self.projection(h)
-
-
-class HedNetwork(nn.Module):
-    """Five VGG-style stages; each stage's 1-channel projection is one edge scale."""
-
-    def __init__(self):
-        super().__init__()
-        self.norm = nn.Parameter(torch.zeros(1, 3, 1, 1))
-        for i, (cin, cout, layers) in enumerate([(3, 64, 2), (64, 128, 2), (128, 256, 3), (256, 512, 3),
-                                                 (512, 512, 3)], start=1):
-            self.add_module(f"block{i}", _Block(cin, cout, layers))
-
-    def forward(self, rgb: torch.Tensor) -> list[torch.Tensor]:
-        h, scales = rgb - self.norm, []
-        for i in range(1, 6):
-            h, projection = getattr(self, f"block{i}")(h, down=i > 1)
-            scales.append(projection)
-        return scales
 
 
 class Image2Hed(Tool):
@@ -71,13 +37,17 @@ class Image2Hed(Tool):
                  "Extract soft boundaries from the image.")
 
     def setup(self) -> None:
+        import torch
+
+        from ._hed_network import HedNetwork
         self.network = HedNetwork()
         state = torch.load(Path(locate(self.checkpoint, WEIGHTS)) / WEIGHTS, map_location="cpu", weights_only=True)
         self.network.load_state_dict(state)
         self.network.to(self.device, self.dtype).eval()
 
-    @torch.inference_mode()
+    @inference_mode
     def forward(self, image_path: Path) -> Image.Image:
+        import torch
         rgb = np.array(Image.open(image_path).convert("RGB"))
         h, w = rgb.shape[:2]
         pixels = torch.from_numpy(rgb).float().permute(2, 0, 1)[None].to(self.device, self.dtype)  # 0..255, RGB

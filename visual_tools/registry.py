@@ -7,8 +7,6 @@ import pkgutil
 import re
 from collections.abc import Iterable
 
-import torch
-
 from .base import Tool, ToolInputError
 
 # The order prompts list the tools in (GPT4Tools' first): the shipped adapter was trained on it. A tool not named
@@ -19,7 +17,7 @@ ORDER = ("ImageCaptioning", "VisualQuestionAnswering", "Image2Canny", "Image2Lin
          "DepthText2Image", "NormalText2Image", "Image2Depth", "Image2Normal", "Segmenting", "Text2Box",
          "ObjectSegmenting", "ReplaceSomething", "RemoveSomething", "Detection", "Text2Shape", "Image2Seg", "Image2Hed",
          "Calculator", "Calendar", "WikiSearch", "QA", "MT")
-NOT_TOOLS = ("__main__", "registry", "ui")  # modules that import the registry or run a command
+NOT_TOOLS = ("__main__", "registry", "ui")  # modules that import the registry or run a command; and any "_name"
 
 
 def discover() -> dict[str, type[Tool]]:
@@ -27,7 +25,7 @@ def discover() -> dict[str, type[Tool]]:
     alphabetically, classes as defined), ordered by ORDER."""
     found: dict[str, type[Tool]] = {}
     for module_info in pkgutil.iter_modules(importlib.import_module(__package__).__path__):
-        if module_info.name in NOT_TOOLS:
+        if module_info.name in NOT_TOOLS or module_info.name.startswith("_"):
             continue
         module = importlib.import_module(f"{__package__}.{module_info.name}")
         for cls in [c for c in vars(module).values() if isinstance(c, type) and issubclass(c, Tool)
@@ -45,6 +43,7 @@ VISUAL_TOOL_CLASSES = {name: cls for name, cls in TOOL_CLASSES.items() if name n
 
 
 def default_device() -> str:
+    import torch
     return "cuda:0" if torch.cuda.is_available() else "cpu"
 
 

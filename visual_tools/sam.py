@@ -9,10 +9,9 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import torch
 from PIL import Image
 
-from .base import Input, Tool, ToolInputError
+from .base import Input, Tool, ToolInputError, inference_mode
 from .checkpoints import locate
 
 
@@ -49,7 +48,7 @@ class Segmenting(Tool):
         self.processor = SamProcessor.from_pretrained(locate(self.checkpoint))
         self.model = SamModel.from_pretrained(locate(self.checkpoint), dtype=self.dtype).to(self.device).eval()
 
-    @torch.inference_mode()
+    @inference_mode
     def _masks(self, image: Image.Image, prompts: dict) -> tuple[np.ndarray, np.ndarray]:
         """Masks (n, H, W) and their predicted IoU for the prompts, one best mask per prompt."""
         embeddings = self.model.get_image_embeddings(

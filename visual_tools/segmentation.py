@@ -4,11 +4,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import torch
 from PIL import Image
 
 from .ade20k_palette import ADE20K_PALETTE
-from .base import Input, Tool
+from .base import Input, Tool, inference_mode
 from .checkpoints import locate
 
 
@@ -34,7 +33,7 @@ class Image2Seg(Tool):
         self.model = UperNetForSemanticSegmentation.from_pretrained(
             locate(self.checkpoint), dtype=self.dtype).to(self.device).eval()
 
-    @torch.inference_mode()
+    @inference_mode
     def forward(self, image_path: Path) -> Image.Image:
         image = Image.open(image_path).convert("RGB")
         batch = self.processor(images=image, return_tensors="pt").to(self.device, self.dtype)

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
-import torch
-
 from .base import Input, Tool, ToolInputError
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -231,6 +229,7 @@ class QA(Tool):
                              return_offsets_mapping=True, return_tensors="pt")
         offsets = enc.pop("offset_mapping")[0].tolist()
         context = [i for i, s in enumerate(enc.sequence_ids(0)) if s == 1]
+        import torch
         with torch.inference_mode():
             out = self.model(**{k: v.to(self.device) for k, v in enc.items()})
         start, end = out.start_logits[0].float().cpu(), out.end_logits[0].float().cpu()
@@ -309,6 +308,7 @@ class MT(Tool):
             self.tokenizer.src_lang = source  # NLLB prefixes the source language token
         kwargs = {"forced_bos_token_id": vocab["eng_Latn"]} if "eng_Latn" in vocab else {}
         enc = self.tokenizer(text, return_tensors="pt", truncation=True, max_length=512).to(self.device)
+        import torch
         with torch.inference_mode():
             out = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, num_beams=1, **kwargs)
         return self.tokenizer.decode(out[0], skip_special_tokens=True).strip()

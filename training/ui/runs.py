@@ -86,11 +86,13 @@ class Run:
 @dataclass(frozen=True)
 class RunKind:
     """Where runs of one kind live and which JSONL their process writes; `graceful`: the process stops itself
-    when `STOP` appears (the trainer saves its adapter first), else Stop ends its process group."""
+    when `STOP` appears (the trainer saves its adapter first), else Stop ends its process group; `doing`: what a
+    run does, for the message that refuses a second one."""
 
     folder: str
     log: str
     graceful: bool = False
+    doing: str = "running"
 
     def home(self) -> Path:
         path = data_home() / self.folder
@@ -126,7 +128,7 @@ class RunKind:
             raise ValueError("the run name may use letters, digits, '.', '_' and '-' only")
         active = [r for r in self.names() if self.get(r).state in ACTIVE]
         if active:
-            raise ValueError(f"run '{active[0]}' is still running; stop it first")
+            raise ValueError(f"run '{active[0]}' is still {self.doing}; stop it first")
         path = self.home() / name
         if path.exists() and not reuse:
             raise ValueError(f"run '{name}' exists already; choose another name")

@@ -13,7 +13,7 @@ import pandas as pd
 from ..tuning.sft import ADAPTER_DIR, LOG_FILE
 from .runs import RUN_NAME, RunKind, datasets_choices, wire
 
-RUNS = RunKind("runs", LOG_FILE, graceful=True)
+RUNS = RunKind("runs", LOG_FILE, graceful=True, doing="training")
 EMPTY_LOSS = {"step": [], "loss": []}
 
 
