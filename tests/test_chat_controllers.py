@@ -39,6 +39,17 @@ def test_each_backend_loads_its_own_kind_of_controller(picker, tiny_llama):
     assert isinstance(pool.get(state.controller), OpenAIController)
 
 
+
+@pytest.mark.parametrize("engine", ["transformers", "llama.cpp"])
+def test_the_embedded_backend_runs_on_the_engine_chosen(picker, engine):
+    if engine == "llama.cpp":
+        pytest.importorskip("llama_cpp")
+    load, pool = picker
+    status, state = load("embedded", "", "", engine, None)
+    assert state.controller == ControllerSpec(engine=engine)
+    assert status.startswith("✅ Using") and f"· {engine}**" in status
+    assert pool.get(state.controller).name.endswith(f"· {engine}")
+
 @pytest.mark.parametrize(("kind", "where", "message"), [
     ("openai", "TINY", "is not an OpenAI-compatible URL"),  # before: loaded as a transformers model
     ("transformers", "http://127.0.0.1:9/v1", "is a URL: choose the OpenAI-compatible backend"),
