@@ -125,7 +125,10 @@ def _wire_load_in_chat(train: TrainTab, chat: ChatTab, tabs: gr.Tabs) -> None:
     """The Train tab's "Load in Chat": the Chat tab's controller picker takes the run's base and adapter."""
     def pick(adapter: str):
         meta = json.loads((Path(adapter) / "toolsmith.json").read_text())
-        return controls(ControllerSpec.parse(meta["config"]["base"], adapter))
+        try:
+            return controls(ControllerSpec.parse(meta["config"]["base"], adapter))
+        except ControllerError as exc:
+            raise gr.Error(str(exc)) from None
 
     picker = [chat.backend, chat.location, chat.adapter, chat.engine]
     train.load_in_chat.click(pick, train.adapter, picker, api_name="load_in_chat").then(

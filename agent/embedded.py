@@ -141,6 +141,8 @@ def load_transformers(adapter: str | None, why: str = "", **kwargs):
 def load_embedded(adapter: str | None = None, engine: str = "auto", **kwargs) -> Controller:
     """The embedded controller on `engine` ("llama.cpp", "transformers", or "auto": llama.cpp where it is installed,
     transformers otherwise or where the adapter cannot be converted). `adapter="none"`: untuned."""
+    if engine not in ("auto", "llama.cpp", "transformers"):
+        raise ControllerError(f"unknown engine '{engine}' for the embedded controller: auto, llama.cpp or transformers")
     adapter = None if adapter == NO_ADAPTER else adapter or default_adapter()
     from .llama_cpp_controller import engine_version
     gguf = gguf_path()

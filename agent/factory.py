@@ -101,8 +101,9 @@ class ControllerSpec:
 def add_engine_flag(parser: argparse.ArgumentParser) -> None:
     """`--engine`, for every command that loads a controller."""
     parser.add_argument("--engine", choices=ENGINE_CHOICES, default=None,
-                        help="what runs the embedded controller: llama.cpp or transformers (default: "
-                             "$TOOLSMITH_ENGINE, else auto: llama.cpp where it is installed, else transformers)")
+                        help="what runs the controller: for the embedded one llama.cpp or transformers (default: "
+                             "$TOOLSMITH_ENGINE, else auto: llama.cpp where it is installed, else transformers); a "
+                             "hub id or folder runs on transformers, a URL on openai")
 
 
 def with_capability(spec: ControllerSpec, need: Capability) -> ControllerSpec | None:

@@ -78,6 +78,13 @@ def test_a_graceful_stop_lets_the_process_finish_and_a_hard_one_ends_it(kinds):
     assert graceful.get("g").events[-1] == {"event": "done"}
 
 
+def test_a_graceful_run_that_dies_after_stop_without_done_failed(kinds):
+    graceful, _ = kinds
+    graceful.start("dies", lambda run: [sys.executable, "-c", "import time; time.sleep(1); raise MemoryError"])
+    assert graceful.stop("dies").state == "stopping"
+    assert until(graceful, "dies", ("failed", "stopped")) == "failed"  # no adapter was saved: not "stopped"
+
+
 def test_a_run_that_dies_is_failed_with_its_error_line(kinds):
     kind, _ = kinds
     kind.start("broken", lambda run: [sys.executable, "-c", "raise ValueError('no valid training examples')"])

@@ -112,13 +112,13 @@ class RunKind:
         events = read_events(path / self.log)
         output = (path / "output.log").read_text(errors="replace") if (path / "output.log").is_file() else ""
         pid = int((path / "pid").read_text()) if (path / "pid").is_file() else 0
-        stop = (path / STOP_FILE).exists()
+        stop = (path / STOP_FILE).exists() or (path / "STOPPED").exists()  # STOPPED: the marker of older runs
         if any(e.get("event") == "done" for e in events):
             state = "stopped" if stop else "finished"
         elif pid and _alive(pid):
             state = "stopping" if stop else "running"
-        else:
-            state = "stopped" if stop else "failed"
+        else:  # a graceful run ends by writing `done`: one that died without it failed, Stop or not
+            state = "stopped" if stop and not self.graceful else "failed"
         return Run(name, path, state, events, output)
 
     def start(self, name: str, command: Callable[[Path], list[str]], reuse: bool = False) -> Path:
@@ -144,7 +144,10 @@ class RunKind:
         (run.path / STOP_FILE).touch()
         if not self.graceful:
             pid = int((run.path / "pid").read_text())
-            os.killpg(pid, signal.SIGTERM)
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:  # it ended meanwhile
+                pass
             deadline = time.monotonic() + 10
             while _alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.1)

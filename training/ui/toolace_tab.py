@@ -39,7 +39,6 @@ def plot_frame(events: list[dict]) -> pd.DataFrame:
 class RunView:
     """What the section shows of a run."""
 
-    state: str
     text: str
     table: str
     plot: pd.DataFrame
@@ -50,7 +49,7 @@ class RunView:
 def status(name: str | None) -> RunView:
     run = RUNS.get(name)
     if run is None:
-        return RunView("none", "No run selected.", "", pd.DataFrame(columns=PLOT_COLUMNS), "", "")
+        return RunView("No run selected.", "", pd.DataFrame(columns=PLOT_COLUMNS), "", "")
     stage = next((e for e in reversed(run.events) if e.get("event") == "stage"), {})
     detail, step, total = "", 0, 0
     if run.state == "running" and stage:
@@ -64,7 +63,7 @@ def status(name: str | None) -> RunView:
         detail = f" · iteration {stage['iteration']}: {STAGES.get(stage['stage'], stage['stage'])}" + (
             f" · {step} / {total}" if total else "")
     done = next((e for e in run.events if e.get("event") == "done"), {})
-    return RunView(run.state, run.headline(detail, step, total), iteration_table(run.path) if run.events else "",
+    return RunView(run.headline(detail, step, total), iteration_table(run.path) if run.events else "",
                    plot_frame(run.events), run.tail(), done.get("best_adapter") or "")
 
 

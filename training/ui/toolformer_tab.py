@@ -71,7 +71,6 @@ def results_table(events: list[dict]) -> str:
 class RunView:
     """What the section shows of a run."""
 
-    state: str
     text: str
     kept: str
     candidates: pd.DataFrame
@@ -82,7 +81,7 @@ class RunView:
 def tf_status(name: str | None) -> RunView:
     run = RUNS.get(name)
     if run is None:
-        return RunView("none", "No run selected.", "", pd.DataFrame(columns=CANDIDATE_COLUMNS), "", "")
+        return RunView("No run selected.", "", pd.DataFrame(columns=CANDIDATE_COLUMNS), "", "")
     stage = next((e for e in reversed(run.events) if e.get("event") == "stage"), {})
     if stage.get("stage") == "train":
         logs = [e for e in read_events(run.path / TRAINER_LOG) if e.get("event") == "log"]
@@ -97,7 +96,7 @@ def tf_status(name: str | None) -> RunView:
     else:
         done = total = 0
     annotated = next((e for e in run.events if e.get("event") == "annotated"), None)
-    return RunView(run.state, run.headline(detail, done, total), annotated["report"] if annotated else "",
+    return RunView(run.headline(detail, done, total), annotated["report"] if annotated else "",
                    candidates_view(run.path) if annotated else pd.DataFrame(columns=CANDIDATE_COLUMNS),
                    results_table(run.events), run.tail())
 

@@ -21,7 +21,6 @@ EMPTY_LOSS = {"step": [], "loss": []}
 class RunView:
     """What the section shows of a run."""
 
-    state: str
     text: str
     loss: pd.DataFrame
     tail: str
@@ -32,7 +31,7 @@ def run_status(name: str | None) -> RunView:
     """A run's state, progress, loss curve, log tail and adapter; read from its folder only."""
     run = RUNS.get(name)
     if run is None:
-        return RunView("none", "No run selected.", pd.DataFrame(EMPTY_LOSS), "", "")
+        return RunView("No run selected.", pd.DataFrame(EMPTY_LOSS), "", "")
     logs = [e for e in run.events if e.get("event") == "log" and "loss" in e]
     last = logs[-1] if logs else {}
     step, total = last.get("step", 0), last.get("max_steps") or next(
@@ -43,7 +42,7 @@ def run_status(name: str | None) -> RunView:
     if last.get("loss") is not None:
         detail += f" · loss {last['loss']:.4f}"
     adapter = run.path / ADAPTER_DIR
-    return RunView(run.state, run.headline(detail, step, total, "the process ended without saving an adapter"),
+    return RunView(run.headline(detail, step, total, "the process ended without saving an adapter"),
                    pd.DataFrame({"step": [e["step"] for e in logs], "loss": [e["loss"] for e in logs]}),
                    run.tail(15), str(adapter) if (adapter / "adapter_config.json").is_file() else "")
 
