@@ -106,6 +106,12 @@ def add_engine_flag(parser: argparse.ArgumentParser) -> None:
                              "hub id or folder runs on transformers, a URL on openai")
 
 
+def engine_of(controller: Controller) -> str | None:
+    """The row of ENGINES that runs this controller (what "auto" resolved to)."""
+    cls = f"{type(controller).__module__}:{type(controller).__name__}"
+    return next((name for name, engine in ENGINES.items() if engine.controller == cls), None)
+
+
 def with_capability(spec: ControllerSpec, need: Capability) -> ControllerSpec | None:
     """`spec` on another engine of its kind whose controllers have `need`, or None where none has."""
     return next((replace(spec, engine=name) for name in engines_for(spec.kind)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from .controller import Capability, Controller
-from .factory import ControllerSpec, load_controller, with_capability
+from .factory import ControllerSpec, engine_of, load_controller, with_capability
 
 
 class ControllerPool:
@@ -30,5 +31,7 @@ class ControllerPool:
 
     def _get(self, spec: ControllerSpec) -> Controller:
         if spec not in self._loaded:
-            self._loaded[spec] = load_controller(spec)
+            controller = self._loaded[spec] = load_controller(spec)
+            if spec.engine == "auto" and (engine := engine_of(controller)):  # the same model asked for by its engine
+                self._loaded.setdefault(replace(spec, engine=engine), controller)
         return self._loaded[spec]

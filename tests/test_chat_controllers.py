@@ -50,6 +50,13 @@ def test_the_embedded_backend_runs_on_the_engine_chosen(picker, engine):
     assert status.startswith("✅ Using") and f"· {engine}**" in status
     assert pool.get(state.controller).name.endswith(f"· {engine}")
 
+
+def test_the_default_and_its_engine_named_are_one_controller():
+    pytest.importorskip("llama_cpp")
+    pool = ControllerPool()  # the app's default: engine "auto"
+    default = pool.get(ControllerSpec(engine="auto"))
+    assert pool.get(ControllerSpec(engine="llama.cpp")) is default  # not a second copy of the model
+
 @pytest.mark.parametrize(("kind", "where", "message"), [
     ("openai", "TINY", "is not an OpenAI-compatible URL"),  # before: loaded as a transformers model
     ("transformers", "http://127.0.0.1:9/v1", "is a URL: choose the OpenAI-compatible backend"),
