@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 from functools import partial
 from pathlib import Path
 
@@ -161,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
     upload_mb = args.max_upload_mb if args.max_upload_mb is not None else DEMO_UPLOAD_MB if args.demo else None
     app = build_app(registry, pool, args.max_steps, demo=args.demo, tool_timeout=args.tool_timeout,
                     shortlist=args.shortlist, grammar=not args.no_grammar)
+    threading.Thread(target=ChatServices(registry, pool, shortlist_k=args.shortlist).warm_up, daemon=True).start()
     app.queue(default_concurrency_limit=4).launch(
         server_name=args.host, server_port=args.port, share=args.share,
         allowed_paths=[str(data_home() / "sessions")], theme=gr.themes.Soft(), head=HOTKEYS, auth=auth,

@@ -71,6 +71,13 @@ class ChatServices:
         where the classifier was refused."""
         return _shortlist(self.shortlist_k, retriever_folder(adapter), tuple(self.registry.all()))
 
+    def warm_up(self) -> None:
+        """Load the default controller's shortlist and its sentence encoder now (~5 s on a CPU), so that the first
+        message does not wait for them; the app runs it in a thread at launch."""
+        shortlist, _ = self.shortlist(self.controllers.default.adapter)
+        if shortlist:
+            shortlist.rank("warm-up", ())
+
 
 @functools.lru_cache(maxsize=8)
 def _shortlist(k: int, folder: Path, tools: tuple) -> tuple[Shortlist | None, str]:

@@ -178,3 +178,15 @@ def test_an_image_deleted_mid_turn_leaves_the_next_steps_grammar(box_image):
     first, second = controller.grammars[:2]
     assert name in first.gbnf and "Edge Detection On Image" in first.gbnf
     assert name not in second.gbnf and "Edge Detection On Image" not in second.gbnf  # no image left to call it on
+
+
+def test_the_app_warms_the_shortlist_up_before_the_first_message():
+    """`ChatServices.warm_up` (run in a thread at launch) loads the default controller's classifier and its sentence
+    encoder, which the first message would otherwise wait for; the controller itself is not loaded by it."""
+    code = ("from agent import retriever; from agent.chat_ui import ChatServices, _shortlist; "
+            "from agent.pool import ControllerPool; from visual_tools import ToolRegistry; "
+            "pool = ControllerPool(); ChatServices(ToolRegistry.from_load('Image2Canny_cpu'), pool).warm_up(); "
+            "print(retriever.encoder.cache_info().currsize, _shortlist.cache_info().currsize, len(pool._loaded))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["1", "1", "0"]
