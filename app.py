@@ -19,7 +19,6 @@ from agent.pool import ControllerPool  # noqa: E402
 from agent.shortlist import DEFAULT_K  # noqa: E402
 from training.data.review_store import ReviewStore  # noqa: E402
 from training.toolace_r.refine import SelfRefine  # noqa: E402
-from training.toolformer.decode import answer  # noqa: E402
 from training.ui import (HOTKEYS, TrainTab, build_data_tab, build_evaluate_tab, build_review_tab,  # noqa: E402
                          build_toolace_tab, build_toolformer_tab, build_train_tab)
 from visual_tools import ToolRegistry, data_home  # noqa: E402
@@ -76,6 +75,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def toolformer_answer(*args, **kwargs):
+    """Toolformer's decoding with calls (`training.toolformer.decode.answer`), imported at its first use: it needs
+    torch and transformers, which starting the app on llama.cpp does not."""
+    from training.toolformer.decode import answer
+    return answer(*args, **kwargs)
+
+
 def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: int = 5,
               review_store: ReviewStore | None = None, *, demo: bool = False,
               tool_timeout: float | None = None, shortlist: int = DEFAULT_K, grammar: bool = True) -> gr.Blocks:
@@ -89,7 +95,7 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
             with gr.Tab("Chat", id="chat"):
                 refine = partial(SelfRefine, mode="adaptive", tools=registry.tools)
                 chat = build_chat_tab(ChatServices(registry, controllers, max_steps, tool_timeout, demo,
-                                                   toolformer=answer, refine=refine, shortlist_k=shortlist,
+                                                   toolformer=toolformer_answer, refine=refine, shortlist_k=shortlist,
                                                    grammar=grammar))
             with gr.Tab("Tools"):
                 build_tools_tab(registry, tool_timeout)

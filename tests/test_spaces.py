@@ -125,3 +125,20 @@ def test_toolsmith_home_moves_every_file_the_app_writes(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     paths = done.stdout.split()
     assert len(paths) == 4 and all(Path(p).is_relative_to(tmp_path / "mounted") for p in paths)
+
+
+def test_building_the_app_imports_no_model_library():
+    """A Space starts faster when the app imports only what its first page needs: torch and the training code load
+    when a tool, a training run or an evaluation first needs them (the embedded controller on llama.cpp uses
+    transformers' tokenizer only)."""
+    pytest.importorskip("llama_cpp")
+    from agent.factory import ControllerSpec, load_controller
+    load_controller(ControllerSpec())  # the first start's conversion, once, in this test data folder
+    code = ("import sys; from app import build_app; from agent.pool import ControllerPool; "
+            "from agent.factory import ControllerSpec; from visual_tools import ToolRegistry; "
+            "build_app(ToolRegistry.from_load('Image2Canny_cpu'), ControllerPool(ControllerSpec.parse('embedded'))); "
+            "print(sorted(m for m in ('torch', 'peft', 'sentence_transformers', 'nltk', 'training.tuning.sft') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines()[-1] == "[]"

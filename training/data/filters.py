@@ -5,7 +5,6 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from rouge_score import rouge_scorer
 
 from visual_tools import ToolRegistry
 
@@ -48,6 +47,7 @@ def filter_records(records: Iterable[Record], registry: ToolRegistry,
 
     Near duplicates are judged per image: the same words asked of another photo are another sample.
     """
+    from rouge_score import rouge_scorer  # here: it imports nltk (~1 s), which the app needs only when it filters
     scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
     kept: list[Record] = []
     dropped: Counter = Counter()

@@ -8,13 +8,11 @@ L⁻ = min(no call, the call with an empty result). Every candidate is logged; t
 from __future__ import annotations
 
 import copy
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from pathlib import Path
 
 import torch
 from transformers import DynamicCache
@@ -339,13 +337,3 @@ def merge(rows: list[dict], cands: Iterable[Candidate], tokenizer) -> list[dict]
                     "calls": [{"tool": c.tool, "args": c.args, "result": c.result, "position": c.position,
                                "gain": round(c.gain, 4)} for c in calls]})
     return out
-
-
-def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as out:
-        for row in rows:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return count

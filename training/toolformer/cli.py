@@ -49,7 +49,8 @@ class Log:
 
 def do_annotate(args: argparse.Namespace, log: Log = Log(None)) -> Path:
     from visual_tools.text_tools import read_rows
-    from .annotate import annotate, merge, write_jsonl
+    from .annotate import annotate, merge
+    from .corpus import write_jsonl
     from .prompts import Settings
     try:
         rows = read_rows(args.corpus)
@@ -130,7 +131,7 @@ def do_generate(args: argparse.Namespace) -> None:
 
 def do_run(args: argparse.Namespace) -> None:
     """The whole pipeline in one run folder: annotate -> fine-tune -> evaluate (the Train tab starts this)."""
-    from ..tuning.sft import ADAPTER_DIR
+    from ..tuning.run_files import ADAPTER_DIR
     run = Path(args.out)
     run.mkdir(parents=True, exist_ok=True)
     log = Log(run / LOG_FILE)
@@ -183,7 +184,7 @@ def add_parser(sub) -> None:
         p.add_argument("--calls-only", action="store_true", help="train only on the texts that got calls")
 
     def eval_args(p):
-        from .evaluate import SVAMP
+        from .corpus import SVAMP
         p.add_argument("--math", default=str(SVAMP),
                        help="SVAMP-style JSON or a JSONL of {question, answer}")
         p.add_argument("--k", default="0,1,3,10", help="call-trigger top-k values (0: calls disabled)")
@@ -241,7 +242,7 @@ def add_parser(sub) -> None:
 
 
 def _write_corpus(args: argparse.Namespace) -> int:
-    from .annotate import write_jsonl
+    from .corpus import write_jsonl
     from .corpus import cloze, make_corpus
     rows = make_corpus(args.n, args.seed)
     return write_jsonl(Path(args.out), cloze(rows) if args.cloze else rows)

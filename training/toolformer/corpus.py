@@ -7,9 +7,14 @@ everywhere it is used.
 """
 from __future__ import annotations
 
+import json
 import random
 import re
+from collections.abc import Iterable
 from datetime import date, timedelta
+from pathlib import Path
+
+SVAMP = Path(__file__).resolve().parents[2] / "assets" / "svamp" / "SVAMP.json"  # the math problems evaluated on
 
 NAMES = ["Anna", "Ben", "Chloe", "David", "Emma", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Kemi", "Liam"]
 ITEMS = ["apples", "books", "tickets", "chairs", "boxes", "stamps", "plants", "cakes", "shirts", "coins"]
@@ -71,3 +76,13 @@ def cloze(rows: list[dict]) -> list[dict]:
             out.append({"id": str(n), "prompt": row["text"][: numbers[-1].start()].rstrip(),
                         "answer": float(numbers[-1].group())})
     return out
+
+
+def write_jsonl(path: Path, rows: Iterable[dict]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with path.open("w", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return count

@@ -12,12 +12,11 @@ import torch
 
 from visual_tools import Tool
 
+from .corpus import SVAMP
 from .decode import generate_with_calls
 from .lm import start_ids
 from .prompts import ANSWER_PROMPT, strip_calls
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
-SVAMP = ASSETS / "svamp" / "SVAMP.json"
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 

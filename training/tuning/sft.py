@@ -28,11 +28,8 @@ from visual_tools import ToolRegistry
 from ..data.filters import check
 from ..data.records import Record, load_jsonl
 from ..data.render import examples
+from .run_files import ADAPTER_DIR, LOG_FILE, META_FILE, STOP_FILE
 
-STOP_FILE = "STOP"  # created in the run folder by the UI's Stop button: the trainer stops and saves
-LOG_FILE = "trainer_log.jsonl"
-ADAPTER_DIR = "adapter"
-META_FILE = "toolsmith.json"  # beside the adapter: its base, the data hash, the settings, the results
 
 
 class TrainingError(ValueError):

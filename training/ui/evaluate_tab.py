@@ -23,7 +23,6 @@ PREDICTION_COLUMNS = ["id", "tools", "unseen", *METRICS]
 
 def build_evaluate_tab(controllers: ControllerPool) -> None:
     """Build the Evaluate tab inside the current gr.Blocks (it wires itself: nothing to return)."""
-    all_tools = ToolRegistry.from_load().tools  # a case may offer tools this app did not load
     with gr.Row():
         with gr.Column(scale=2):
             data = gr.Dropdown([c for c in datasets_choices() if not c.startswith("review:")], allow_custom_value=True,
@@ -52,6 +51,7 @@ def build_evaluate_tab(controllers: ControllerPool) -> None:
         source = upload_ or (data_ or "").strip()
         if not source:
             raise gr.Error("Choose or upload a case file.")
+        all_tools = ToolRegistry.from_load().tools  # a case may offer tools this app did not load
         try:
             cases, problems = load_cases(source, all_tools)
         except (FileNotFoundError, ValueError) as exc:
@@ -130,10 +130,7 @@ def build_toolformer_eval() -> None:
 
     The model loads as `python -m training toolformer evaluate` loads it: raw text, no GPT4Tools adapter.
     """
-    from ..toolformer.evaluate import SVAMP, load_math, math_eval, perplexity
-    from ..toolformer.lm import load_lm
-    from ..toolformer.evaluate import markdown as math_markdown
-    from visual_tools.text_tools import read_texts
+    from ..toolformer.corpus import SVAMP
     from .toolformer_tab import WIKI
     with gr.Row():
         with gr.Column(scale=2):
@@ -150,6 +147,11 @@ def build_toolformer_eval() -> None:
     loaded: dict = {}  # (model, adapter) -> the last model loaded, kept for the next evaluation
 
     def on_run(model_, adapter_, math_, ks_, limit_, ppl_, progress=gr.Progress()):
+        from visual_tools.text_tools import read_texts
+
+        from ..toolformer.evaluate import load_math, math_eval, perplexity
+        from ..toolformer.evaluate import markdown as math_markdown
+        from ..toolformer.lm import load_lm
         try:
             k_values = [int(k) for k in (ks_ or "0").split(",") if k.strip()]
             problems = load_math(math_.strip(), int(limit_))

@@ -21,7 +21,7 @@ import gradio as gr
 
 from visual_tools import data_home
 
-from ..tuning.sft import STOP_FILE
+from ..tuning.run_files import STOP_FILE
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_NAME = re.compile(r"[\w-][\w.-]{0,63}")

@@ -13,9 +13,9 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from ..tuning.sft import LOG_FILE as TRAINER_LOG
+from ..tuning.run_files import LOG_FILE as TRAINER_LOG
 from ..toolace_r.cli import iteration_table
-from ..toolace_r.iterate import LOG_FILE, Settings
+from ..toolace_r.settings import LOG_FILE, Settings
 from .runs import RunKind, datasets_choices, read_events, wire
 
 RUNS = RunKind("toolace-r", LOG_FILE)

@@ -16,10 +16,9 @@ import pandas as pd
 from visual_tools import data_home
 from visual_tools.text_tools import DEFAULT_CORPUS
 
-from ..tuning.sft import LOG_FILE as TRAINER_LOG
-from ..toolformer.annotate import write_jsonl
+from ..tuning.run_files import LOG_FILE as TRAINER_LOG
 from ..toolformer.cli import LOG_FILE
-from ..toolformer.corpus import make_corpus
+from ..toolformer.corpus import make_corpus, write_jsonl
 from ..toolformer.prompts import PROMPTS
 from .runs import RunKind, read_events, wire
 

@@ -10,7 +10,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from ..tuning.sft import ADAPTER_DIR, LOG_FILE
+from ..tuning.run_files import ADAPTER_DIR, LOG_FILE
 from .runs import RUN_NAME, RunKind, datasets_choices, wire
 
 RUNS = RunKind("runs", LOG_FILE, graceful=True, doing="training")
