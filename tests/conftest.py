@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -68,6 +69,14 @@ def wait_for(ready, timeout: float, every: float = 0.2) -> None:
         time.sleep(every)
     raise TimeoutError(f"not ready after {timeout} s")
 
+
+def python_output(code: str) -> str:
+    """The last line a fresh Python process running `code` in the repository prints (it must succeed): what a
+    later start imports is seen only in a process of its own."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.splitlines()[-1]
 
 def free_port() -> int:
     with socket.socket() as s:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import llguidance
 import pytest
+from conftest import python_output
 
 from agent.embedded import load_embedded
 from agent.grammar import FREE_AFTER, Grammar, build_grammar
@@ -187,6 +188,4 @@ def test_the_app_warms_the_shortlist_up_before_the_first_message():
             "from agent.pool import ControllerPool; from visual_tools import ToolRegistry; "
             "pool = ControllerPool(); ChatServices(ToolRegistry.from_load('Image2Canny_cpu'), pool).warm_up(); "
             "print(retriever.encoder.cache_info().currsize, _shortlist.cache_info().currsize, len(pool._loaded))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["1", "1", "0"]
+    assert python_output(code).split() == ["1", "1", "0"]

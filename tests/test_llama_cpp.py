@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from chat_client import chat, files, texts
-from conftest import launched
+from conftest import launched, python_output
 from gradio_client import Client
 
 from agent import Agent
@@ -98,9 +98,8 @@ def test_a_later_start_on_llama_cpp_imports_only_what_it_uses():
             "ToolRegistry; load_controller(ControllerSpec(engine='llama.cpp')).generate('Hi', max_new_tokens=1); "
             "ToolRegistry.from_load('Image2Canny_cpu,Calculator_cpu').available(); "
             "print(sorted(m for m in ('torch', 'sentence_transformers', 'diffusers', 'gradio') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.splitlines()[-1] == "[]"
+    assert python_output(code) == "[]"
+
 
 def _convert_in_child(adapter: Path, home: Path) -> subprocess.Popen:
     code = ("from pathlib import Path; from agent.embedded import gguf_path; from agent.gguf_merge import merged_gguf;"
