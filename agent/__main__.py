@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     shortlist, note = load_shortlist(args.shortlist, retriever_folder(spec.adapter), registry.all())
     if note:
         print(json.dumps({"type": "NoteEvent", "message": note}), flush=True)
-    agent = Agent(controller, registry, max_steps=args.max_steps, shortlist=shortlist, grammar=not args.no_grammar)
+    agent = Agent(controller, registry, max_steps=args.max_steps, shortlist=shortlist, grammar=not args.no_grammar,
+                  template=spec.template)
     for event in session.send(agent, args.message):
         if not isinstance(event, DraftEvent):
             print(json.dumps(event.to_dict()), flush=True)

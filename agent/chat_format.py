@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .prompts import Prompt
+
 ChatFormat = Literal["auto", "raw", "chat", "vicuna"]
 
 
@@ -12,14 +14,16 @@ def resolve_chat_format(tokenizer, chat_format: ChatFormat) -> ChatFormat:
 
 
 def format_prompt(tokenizer, prompt: str, chat_format: ChatFormat) -> str:
-    """The text the model reads for a GPT4Tools prompt; training renders its examples with this too."""
+    """The text the model reads for a prompt; training renders its examples with this too. A `Prompt`'s reply so far
+    (the `compact` template's scratchpad) follows the assistant's tag, for the model to continue."""
+    head, reply = (prompt.head, prompt.reply) if isinstance(prompt, Prompt) else (prompt, "")
     chat_format = resolve_chat_format(tokenizer, chat_format)
     if chat_format == "vicuna":
-        return f"USER: \n{prompt}ASSISTANT:"
+        return f"USER: \n{head}ASSISTANT:{reply}"
     if chat_format == "chat":
-        return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                             add_generation_prompt=True)
-    return prompt
+        return tokenizer.apply_chat_template([{"role": "user", "content": head}], tokenize=False,
+                                             add_generation_prompt=True) + reply
+    return head + reply
 
 
 def encode_prompt(tokenizer, prompt: str, chat_format: ChatFormat) -> list[int]:

@@ -35,8 +35,8 @@ UNTUNED = ("⚠️ This controller is untuned: it does not follow the tool forma
            "adapter is trained for it (see the README).")
 
 
-def describe(name: str) -> str:
-    return f"✅ Using **{name}**" + (f"\n\n{UNTUNED}" if "untuned" in name else "")
+def describe(name: str, template: str) -> str:
+    return f"✅ Using **{name}** · {template} prompt" + (f"\n\n{UNTUNED}" if "untuned" in name else "")
 
 
 def controls(spec: ControllerSpec) -> tuple[str, str, str, str]:
@@ -180,7 +180,7 @@ def build_chat_tab(services: ChatServices) -> ChatTab:
             engine = gr.Radio(EMBEDDED_ENGINES, value=run_on, label="Engine", visible=picker and kind == "embedded",
                               info="auto: llama.cpp where it is installed; transformers scores tokens (Toolformer)")
             load = gr.Button("Load controller", visible=picker)
-            status = gr.Markdown(describe(services.controllers.get().name))
+            status = gr.Markdown(describe(services.controllers.get().name, services.controllers.default.template))
             mode = gr.Radio(MODES, value="agent", label="Mode", visible=services.toolformer is not None,
                             info="Toolformer: a text question, answered with Calculator / Calendar / WikiSearch / "
                                  "QA / MT calls when `[` is among the 10 likeliest tokens (load a Toolformer adapter "
@@ -253,11 +253,12 @@ def build_chat_tab(services: ChatServices) -> ChatTab:
             return
         refiner = services.refine(controller) if st.refine and services.refine is not None else None
         controller = refiner or controller
-        shortlist, note = services.shortlist((st.controller or services.controllers.default).adapter)
+        spec = st.controller or services.controllers.default
+        shortlist, note = services.shortlist(spec.adapter)
         if note:
             st.messages.append(gr.ChatMessage(content=note, metadata={"title": "⚠️ shortlist", "status": "done"}))
         agent = Agent(controller, services.registry, max_steps=services.max_steps, tool_timeout=services.tool_timeout,
-                      shortlist=shortlist, grammar=st.grammar)
+                      shortlist=shortlist, grammar=st.grammar, template=spec.template)
         shown = 0.0
         for event in st.session.send(agent, text):
             render_event(st.messages, event, st.session.store)
@@ -338,7 +339,7 @@ def build_chat_tab(services: ChatServices) -> ChatTab:
         except ControllerError as exc:
             return f"⚠️ {exc}", st
         st.controller = spec
-        return describe(controller.name), st
+        return describe(controller.name, spec.template), st
 
     box.submit(add_message, [box, state], [chatbot, box, state], api_name="add_message", queue=False).then(
         on_gpu(respond), state, [chatbot, state], api_name="respond", concurrency_id="controller").then(

@@ -9,13 +9,16 @@ also decides "auto" by trying llama.cpp first, for the embedded model).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from dataclasses import dataclass, replace
 from importlib import import_module
+from pathlib import Path
 from typing import Literal, get_args
 
 from .controller import Capability, Controller, ControllerError
-from .embedded import NO_ADAPTER, load_embedded
+from .embedded import ADAPTER_DIR, NO_ADAPTER, load_embedded
+from .prompts import DEFAULT_TEMPLATE, TEMPLATES
 
 Kind = Literal["embedded", "transformers", "openai"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -93,9 +96,37 @@ class ControllerSpec:
         return cls(kind, text, adapter, engine)
 
     @property
+    def template(self) -> str:
+        """The prompt template the adapter was trained with (its `toolsmith.json`'s "prompt"; gpt4tools without one,
+        and for a model without an adapter): chat, data rendering and evaluation render prompts in it."""
+        return adapter_template(ADAPTER_DIR if self.kind == "embedded" and self.adapter is None else self.adapter)
+
+    @property
     def text(self) -> str:
         """The `--controller` value `parse` reads back into this spec (with `adapter` and `engine`)."""
         return self.location or self.kind
+
+
+def adapter_template(adapter: str | os.PathLike | None) -> str:
+    """The template recorded beside an adapter folder; gpt4tools where it records none (or there is no adapter)."""
+    if adapter is None or str(adapter) == NO_ADAPTER:
+        return DEFAULT_TEMPLATE
+    try:
+        template = json.loads((Path(adapter) / "toolsmith.json").read_text()).get("prompt", DEFAULT_TEMPLATE)
+    except (OSError, ValueError):
+        return DEFAULT_TEMPLATE
+    if template not in TEMPLATES:
+        raise ControllerError(f"adapter '{adapter}' records an unknown prompt template '{template}': one of "
+                              + ", ".join(TEMPLATES))
+    return template
+
+
+def default_template(base: str, init_adapter: str | None = None) -> str:
+    """The template a new adapter is trained in: the one it continues from, else compact for the embedded model
+    (short prompts: several times the conversations per CPU round), gpt4tools for any other base."""
+    if init_adapter:
+        return adapter_template(init_adapter)
+    return "compact" if base == "embedded" else DEFAULT_TEMPLATE
 
 
 def add_engine_flag(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEven
                      ToolCallEvent)
 from .grammar import Grammar, build_grammar
 from .parsing import Final, ParseError, parse_step
-from .prompts import STOP, ScratchStep, Turn, render_prompt, render_step
+from .prompts import DEFAULT_TEMPLATE, STOP, ScratchStep, Turn, render_prompt, render_step
 from .shortlist import Shortlist
 
 log = logging.getLogger(__name__)
@@ -24,12 +24,14 @@ class Agent:
     """Runs one user turn against a controller and a tool registry, yielding events as they happen."""
 
     """`shortlist`: offer each turn only the tools it ranks first (None: every available tool); `grammar`:
-    decode each step under the grammar of the offered tools and the session's images."""
+    decode each step under the grammar of the offered tools and the session's images; `template`: the prompt
+    template the controller was trained with (`ControllerSpec.template`)."""
 
     def __init__(self, controller: Controller, registry: ToolRegistry, *, max_steps: int = 5,
                  max_new_tokens: int = 256, temperature: float = 0.0, history_turns: int = 6,
-                 tool_timeout: float | None = None, shortlist: Shortlist | None = None, grammar: bool = True):
-        self.controller, self.registry = controller, registry
+                 tool_timeout: float | None = None, shortlist: Shortlist | None = None, grammar: bool = True,
+                 template: str = DEFAULT_TEMPLATE):
+        self.controller, self.registry, self.template = controller, registry, template
         self.max_steps, self.max_new_tokens, self.temperature = max_steps, max_new_tokens, temperature
         self.history_turns, self.tool_timeout = history_turns, tool_timeout
         self.shortlist, self.grammar = shortlist, grammar
@@ -47,7 +49,7 @@ class Agent:
         while True:
             text = ""
             try:
-                prompt = render_prompt(tools, history, user_input, steps)
+                prompt = render_prompt(tools, history, user_input, steps, self.template)
                 for piece in self.controller.stream(prompt, stop=STOP, max_new_tokens=self.max_new_tokens,
                                                     temperature=self.temperature, grammar=grammar):
                     text += piece

@@ -1,13 +1,18 @@
-"""The one GPT4Tools prompt renderer, shared by inference, dataset rendering and evaluation.
+"""The one prompt renderer, shared by inference, dataset rendering and evaluation; two templates.
 
-Wording is GPT4Tools' (gpt4tools_demo.py); assembly is LangChain 0.0.101's conversational agent:
-prefix, tool list, format instructions and suffix joined by blank lines.
+`gpt4tools`: GPT4Tools' wording (gpt4tools_demo.py), assembled as LangChain 0.0.101's conversational agent does
+(prefix, tool list, format instructions and suffix joined by blank lines), the scratchpad inside the prompt: what
+GPT4Tools' checkpoints, Vicuna and hub controllers read. `compact`: a short frame with one line per tool (name,
+inputs, the tool's `purpose`) for the small embedded controller, whose scratchpad continues the model's own reply,
+so that a conversation trains as one sequence and each step's prompt extends the last one. Both keep the same
+reply lines, so the parser, the grammar and the metrics stay single. A template is a property of the adapter
+(`toolsmith.json`'s "prompt", read through `ControllerSpec.template`).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol, get_args
 
 HUMAN_PREFIX, AI_PREFIX = "Human", "AI"
 STOP = ("\nObservation:", "\n\tObservation:")
@@ -61,10 +66,29 @@ class ScratchStep:
     observation: str
 
 
+class InputLike(Protocol):
+    name: str
+
+
 class ToolLike(Protocol):
     """What the prompt reads of a tool (visual_tools.Tool has it)."""
     name: str
     description: str
+    purpose: str
+    inputs: Sequence[InputLike]
+
+
+class Prompt(str):
+    """A rendered prompt: the plain text an engine without a chat template reads, which also knows where the model's
+    own reply begins. A chat template puts `head` in the user's turn and continues `reply` (the scratchpad so far)
+    after the assistant's tag; for `gpt4tools` the scratchpad is part of the head and `reply` is empty."""
+    head: str
+    reply: str
+
+    def __new__(cls, head: str, reply: str = "") -> Prompt:
+        prompt = super().__new__(cls, head + reply)
+        prompt.head, prompt.reply = head, reply
+        return prompt
 
 
 IMAGE_TURN = "Provide an image named"
@@ -97,10 +121,43 @@ def render_scratchpad(steps: Sequence[ScratchStep]) -> str:
     return "".join(f"{s.text}\nObservation: {s.observation}\n" for s in steps)
 
 
-def render_prompt(tools: Sequence[ToolLike], history: Sequence[Turn], user_input: str,
-                  steps: Sequence[ScratchStep] = ()) -> str:
-    """The full prompt; the model continues it with `Thought: ...`."""
+def _gpt4tools(tools: Sequence[ToolLike], history: Sequence[Turn], user_input: str,
+               steps: Sequence[ScratchStep]) -> Prompt:
     instructions = FORMAT_INSTRUCTIONS.format(tool_names=", ".join(t.name for t in tools), ai_prefix=AI_PREFIX)
     suffix = SUFFIX.format(chat_history=render_history(history), input=user_input,
                            agent_scratchpad=render_scratchpad(steps))
-    return "\n\n".join([PREFIX, render_tools(tools), instructions, suffix])
+    return Prompt("\n\n".join([PREFIX, render_tools(tools), instructions, suffix]))
+
+
+COMPACT_INTRO = "Tools, likeliest first (images are seen only through them; copy file names exactly):"
+COMPACT_FORMAT = f"Reply Thought: {QUESTION} Yes/No. Yes: Action: <tool>, Action Input: <inputs>. No: {AI_PREFIX}: <answer>."
+
+
+def compact_tool_line(tool: ToolLike) -> str:
+    return f"> {tool.name}({', '.join(i.name for i in tool.inputs)}): {tool.purpose}"
+
+
+def _compact(tools: Sequence[ToolLike], history: Sequence[Turn], user_input: str,
+             steps: Sequence[ScratchStep]) -> Prompt:
+    lines = [COMPACT_INTRO, *map(compact_tool_line, tools), COMPACT_FORMAT]
+    lines += [line for t in history for line in (f"{HUMAN_PREFIX}: {t.human}", f"{AI_PREFIX}: {t.ai}")]
+    return Prompt("\n".join([*lines, f"{HUMAN_PREFIX}: {user_input}"]) + "\n", render_scratchpad(steps))
+
+
+TemplateName = Literal["gpt4tools", "compact"]
+TEMPLATES: tuple[TemplateName, ...] = get_args(TemplateName)
+DEFAULT_TEMPLATE: TemplateName = "gpt4tools"  # an adapter that records none, and every model without an adapter
+_RENDERERS = {"gpt4tools": _gpt4tools, "compact": _compact}
+
+
+def continues_reply(template: str) -> bool:
+    """Whether the template's scratchpad continues the model's reply (a conversation then trains as one sequence)."""
+    return template == "compact"
+
+
+def render_prompt(tools: Sequence[ToolLike], history: Sequence[Turn], user_input: str,
+                  steps: Sequence[ScratchStep] = (), template: str = DEFAULT_TEMPLATE) -> Prompt:
+    """The full prompt for `template`; the model continues it with `Thought: ...`."""
+    if template not in _RENDERERS:
+        raise ValueError(f"unknown prompt template '{template}': one of {', '.join(TEMPLATES)}")
+    return _RENDERERS[template](tools, history, user_input, steps)

@@ -8,7 +8,11 @@ of fixed 32-token steps, and a real chat turn through the agent loop (upload, Ed
 Then, on llama.cpp, the shortlist and the grammar: decode tokens/s of agent steps with and without the grammar,
 and a chat turn (the second of a conversation, the first one's prompt cached) with the app's 11 tools or all 36
 offered, each with the grammar and the shortlist off and on.
-Run: python bench/agent_step.py [--repeats 2] [--only-starts | --only-constraints]
+With --only-templates, on llama.cpp in one process: for each adapter given (each renders its own template, from its
+toolsmith.json), a chat turn with a tool and a 3-step episode, and the tokens each step has to prefill (what the
+KV cache of the step before does not hold).
+Run: python bench/agent_step.py [--repeats 2] [--only-starts | --only-constraints | --only-templates
+     --adapter gpt4tools=assets/controller-lora --adapter compact=runs/compact/adapter]
 """
 from __future__ import annotations
 
@@ -49,8 +53,9 @@ def episode_prompts(steps: int, history_turns: int) -> tuple[str, list[str]]:
     return previous, prompts
 
 
-def tokens(controller, text: str) -> int:
-    return len(controller.tokenizer(text, add_special_tokens=False)["input_ids"])
+def tokens(controller, text: str, ids: bool = False):
+    encoded = controller.tokenizer(text, add_special_tokens=False)["input_ids"]
+    return encoded if ids else len(encoded)
 
 
 def measure(engine: str, repeats: int) -> dict:
@@ -149,13 +154,69 @@ def measure_constraints(repeats: int) -> dict:
     return out
 
 
+def common_prefix(a: list[int], b: list[int]) -> int:
+    return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+
+
+def measure_templates(repeats: int, adapters: dict[str, str]) -> dict:
+    """Per adapter (its template): a chat turn with a tool (the second of a conversation, shortlist and grammar on),
+    a 3-step episode of fixed 32-token steps after the previous turn, and the tokens prefilled per step."""
+    from agent.loop import Agent
+    from agent.prompts import Prompt, ScratchStep, image_turn, render_prompt, render_step
+    from agent.session import ChatSession
+    from agent.shortlist import load_shortlist, retriever_folder
+    from visual_tools import ToolRegistry
+    registry, out = ToolRegistry.from_load(None), {}
+    for label, adapter in adapters.items():
+        spec = ControllerSpec(adapter=adapter, engine="llama.cpp")
+        controller, template = load_controller(spec), spec.template
+        shortlist = load_shortlist(5, retriever_folder(adapter), registry.all())[0]
+        row: dict = {"template": template}
+        times = []
+        for _ in range(repeats):
+            session = ChatSession()
+            session.add_image(ROOT / "assets" / "chelsea.png", registry)
+            agent = Agent(controller, registry, shortlist=shortlist, template=template)
+            list(session.send(agent, "Find the faces in this photo."))
+            began = time.perf_counter()
+            events = list(session.send(agent, "Detect the edges of this image."))
+            times.append(time.perf_counter() - began)
+            session.store.delete()
+        row["chat turn with a tool (s)"], row["turn ends with"] = statistics.median(times), type(events[-1]).__name__
+        tools = [registry.get("Edge Detection On Image"), registry.get("Crop Image")]
+        history = [image_turn("image/1a2b3c4d.png", "a white box on a black table")]
+        previous = render_prompt(tools, history[:-1], history[-1].human, (), template)
+        episode, prefill = [], []
+        for _ in range(repeats):
+            controller.generate(previous, max_new_tokens=1)
+            done, cached, began = [], controller.encode_prompt(previous), time.perf_counter()
+            prefill = []
+            for i in range(3):
+                prompt: Prompt = render_prompt(tools, history, "Crop the box, then detect its edges.", done, template)
+                ids = controller.encode_prompt(prompt)
+                prefill.append(len(ids) - common_prefix(ids, cached))
+                text = controller.generate(prompt, max_new_tokens=32)[0]
+                cached = ids + tokens(controller, text, ids=True)
+                done.append(ScratchStep(render_step("Do I need to use a tool? Yes", "Edge Detection On Image",
+                                                    "image/1a2b3c4d.png"), f"image/{i:08x}_edge_1a2b3c4d_1a2b3c4d.png"))
+            episode.append(time.perf_counter() - began)
+        row["3-step episode (s)"] = statistics.median(episode)
+        row["prompt tokens, step 1"] = len(controller.encode_prompt(
+            render_prompt(tools, history, "Crop the box, then detect its edges.", (), template)))
+        for i, n in enumerate(prefill, 1):
+            row[f"prefilled tokens, step {i}"] = n
+        out[label] = row
+        del controller
+    return out
+
+
 def start(engine: str) -> None:
     """A cold start: load the controller and write one token."""
     load_controller(ControllerSpec(engine=engine)).generate("Hi", max_new_tokens=1)
 
 
-def child(engine: str, task: str, home: str, repeats: int) -> tuple[float, dict]:
-    command = [sys.executable, __file__, "--worker", task, "--engine", engine, "--repeats", str(repeats)]
+def child(engine: str, task: str, home: str, repeats: int, extra: tuple[str, ...] = ()) -> tuple[float, dict]:
+    command = [sys.executable, __file__, "--worker", task, "--engine", engine, "--repeats", str(repeats), *extra]
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, "TOOLSMITH_HOME": home})
@@ -168,7 +229,10 @@ def child(engine: str, task: str, home: str, repeats: int) -> tuple[float, dict]
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--worker", choices=["start", "measure", "constraints"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["start", "measure", "constraints", "templates"], help=argparse.SUPPRESS)
+    parser.add_argument("--only-templates", action="store_true", help="only the templates table (--adapter)")
+    parser.add_argument("--adapter", action="append", metavar="LABEL=PATH", default=[],
+                        help="--only-templates: an adapter (it names its template); repeat")
     parser.add_argument("--only-constraints", action="store_true", help="only the grammar and shortlist table")
     parser.add_argument("--only-starts", action="store_true", help="only the first and later starts of each engine")
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)
@@ -182,8 +246,14 @@ def main() -> None:
     if args.worker == "constraints":
         print(json.dumps(measure_constraints(args.repeats)))
         return
+    if args.worker == "templates":
+        print(json.dumps(measure_templates(args.repeats, dict(a.split("=", 1) for a in args.adapter))))
+        return
     if args.only_starts:
         starts(args.repeats)
+        return
+    if args.only_templates:
+        templates(args.repeats, args.adapter)
         return
     if not args.only_constraints:
         engines(args.repeats)
@@ -213,6 +283,27 @@ def starts(repeats: int) -> None:
             first, _ = child(engine, "start", home, 1)
             later = statistics.median(child(engine, "start", home, 1)[0] for _ in range(repeats))
         print(f"| {engine} | {first:.2f} | {later:.2f} | {'met' if later < 5 else 'missed'} |", flush=True)
+
+
+def templates(repeats: int, adapters: list[str]) -> None:
+    """Both templates, one process, one table (the first adapter is the baseline)."""
+    with tempfile.TemporaryDirectory() as home:
+        child("llama.cpp", "start", home, 1)
+        _, out = child("llama.cpp", "templates", home, repeats,
+                       tuple(x for a in adapters for x in ("--adapter", a)))
+    labels = list(out)
+    base = out[labels[0]]
+    print(f"llama.cpp, median of {repeats} runs; the first column is the baseline\n\n| measure | "
+          + " | ".join(f"{label} ({out[label]['template']})" for label in labels) + " | vs baseline |\n|---|"
+          + "---|" * (len(labels) + 1))
+    for key, value in base.items():
+        if key == "template":
+            continue
+        cells = [f"{out[label][key]:.2f}" if isinstance(out[label][key], float) else str(out[label][key])
+                 for label in labels]
+        ratio = (f"**{value / out[labels[-1]][key]:.2f}x** faster" if key.endswith("(s)") else
+                 f"**{out[labels[-1]][key] / value:.0%}**" if isinstance(value, int) and value else "")
+        print(f"| {key} | " + " | ".join(cells) + f" | {ratio} |")
 
 
 def engines(repeats: int) -> None:

@@ -24,6 +24,7 @@ from training.evaluation.evaluate import FORM, evaluate, load_cases, offer, shor
 from visual_tools import ToolRegistry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+SKIPPED = "answered without a needed tool"  # counts, like FORM: claims without action
 SETS = {"dev": ROOT / "assets" / "eval" / "handwritten.jsonl", "blind": ROOT / "assets" / "eval" / "blind.jsonl"}
 
 
@@ -38,14 +39,15 @@ def run(adapter: str, data: Path, setting: str, registry: ToolRegistry, k: int, 
     if note:
         print(f"warning: {note}", file=sys.stderr)
     cases = shortlisted(offer(cases, names), shortlist)
-    controller = load_controller(ControllerSpec("embedded", adapter=adapter, engine=engine))
-    predictions = evaluate(controller, cases, tools, grammar=True)
+    spec = ControllerSpec("embedded", adapter=adapter, engine=engine)
+    predictions = evaluate(load_controller(spec), cases, tools, grammar=True, template=spec.template)
     by_kind: dict[str, list[float]] = defaultdict(list)
     for p in predictions:
         by_kind[kinds[p.id]].append(p.SR)
         by_kind["overall"].append(p.SR)
     rates = {kind: 100 * sum(v) / len(v) for kind, v in by_kind.items()}
     rates[FORM] = sum(bool(p.form) for p in predictions)
+    rates[SKIPPED] = sum(p.skipped_tool for p in predictions)
     return rates, predictions
 
 
@@ -70,15 +72,17 @@ def main() -> None:
                 rates, predictions = run(adapter or label, SETS[name], setting, registry, args.shortlist, args.limit,
                                          args.engine)
                 columns[column] = rates
-                print(f"{column}: SR {rates['overall']:.1f}, {rates[FORM]} wrong in form", file=sys.stderr)
+                print(f"{column}: SR {rates['overall']:.1f}, {rates[FORM]} wrong in form, {rates[SKIPPED]} answered "
+                      "without a needed tool", file=sys.stderr)
                 if args.out:
                     folder = args.out / column.replace(", ", "-")
                     folder.mkdir(parents=True, exist_ok=True)
                     (folder / "predictions.jsonl").write_text("".join(json.dumps(asdict(p)) + "\n"
                                                                       for p in predictions))
-    kinds = ["overall", *sorted({k for c in columns.values() for k in c} - {"overall", FORM}), FORM]
+    counts = (FORM, SKIPPED)
+    kinds = ["overall", *sorted({k for c in columns.values() for k in c} - {"overall", *counts}), *counts]
     table = "| kind | " + " | ".join(columns) + " |\n|---|" + "---|" * len(columns) + "\n" + "\n".join(
-        f"| {kind} | " + " | ".join(f"{c[kind]:.1f}" if kind in c and kind != FORM else str(c.get(kind, "–"))
+        f"| {kind} | " + " | ".join(f"{c[kind]:.1f}" if kind in c and kind not in counts else str(c.get(kind, "–"))
                                     for c in columns.values()) + " |" for kind in kinds)
     print(table)
     if args.out:

@@ -26,6 +26,7 @@ class BlurSomething(Tool):
     name = "Blur Something In The Photo"
     description = ("useful when you want to blur something in the photo. The input to this tool should be a comma "
                    "separated string of two, representing the image_path and the thing to blur")
+    purpose = "blur the named thing in a photo"
     inputs = (Input("image_path", "image_path"), Input("thing", "text"))
     output = "image_path"
     op = "blur"

@@ -36,6 +36,7 @@ TIMEOUT = 5.0  # the app's per-call tool timeout in these tests
 class Hang(Tool):
     """Never answers in time (until the test lets it go)."""
     name, description, output = "Hang On Image", "waits", "text"
+    purpose = "waits"
     inputs = (Input("image_path", "image_path"),)
     entered, release = threading.Event(), threading.Event()
 
@@ -47,6 +48,7 @@ class Hang(Tool):
 
 class Boom(Tool):
     name, description, output = "Boom On Image", "raises", "text"
+    purpose = "raises"
     inputs = (Input("image_path", "image_path"),)
 
     def forward(self, image_path):

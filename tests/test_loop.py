@@ -55,6 +55,7 @@ def test_errors_become_observations_and_the_agent_recovers(box_image, reply, mes
 
 class Exploding(Tool):
     name, description, output = "Explode", "always fails", "text"
+    purpose = "always fails"
     inputs = (Input("image_path", "image_path"),)
 
     def forward(self, image_path):
@@ -100,6 +101,7 @@ def test_history_window_moves_in_half_windows():
 class Flaky(Tool):
     """Loads a 'model' in setup; its first call fails like an out-of-memory error."""
     name, description, output = "Flaky", "fails once", "text"
+    purpose = "fails once"
     inputs = (Input("image_path", "image_path"),)
     loads = 0
 

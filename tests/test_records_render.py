@@ -6,7 +6,7 @@ import pytest
 from agent.parsing import Final, Step, parse_step
 from agent.prompts import STOP, ScratchStep, image_turn, render_prompt
 from training.data.records import GoldStep, Record, Source, load_jsonl, save_jsonl
-from training.data.render import examples, from_gpt4tools, parse_trace, render_trace, segments, to_gpt4tools
+from training.data.render import examples, from_gpt4tools, parse_trace, render_trace, sequences, to_gpt4tools
 from visual_tools import ToolRegistry
 
 REGISTRY = ToolRegistry.from_load("Image2Canny_cpu,ImageCaptioning_cpu,CannyText2Image_cpu")
@@ -38,25 +38,37 @@ def test_jsonl_round_trip_and_broken_lines_reported_by_number(tmp_path):
         load_jsonl(tmp_path / "missing.jsonl")
 
 
-def test_segments_are_what_the_agent_sees_and_mask_observations():
+def test_a_compact_record_is_one_sequence_the_agent_reads_step_by_step():
     record = chain_record()
-    parts = segments(record, REGISTRY.tools)
-    assert [p.trained for p in parts] == [False, True, False, True, False, True]
+    [(prompt, pieces)] = sequences(record, REGISTRY.tools, "compact")
+    assert [p.trained for p in pieces] == [True, False, True, False, True]
+    assert prompt.reply == "" and "Human: Find the edges, then describe them\n" in prompt.head
     # the prompt for step 2 is exactly what the agent loop renders after step 1's observation
-    prompt_after_one = parts[0].text + parts[1].text + parts[2].text
-    scratch = [ScratchStep(parts[1].text.removesuffix(STOP[0]), EDGE)]
+    scratch = [ScratchStep(pieces[0].text.removesuffix(STOP[0]), EDGE)]
     offered = [REGISTRY.tools[name] for name in record.tools]
-    assert prompt_after_one == render_prompt(offered, [image_turn(record.image_name, record.caption)],
-                                             record.instruction, scratch)
+    after_one = render_prompt(offered, [image_turn(record.image_name, record.caption)], record.instruction, scratch,
+                              "compact")
+    assert after_one.head == prompt.head and after_one.reply == pieces[0].text + pieces[1].text
     # every trained piece parses as the model's own step or final answer
-    assert isinstance(parse_step(parts[1].text), Step) and isinstance(parse_step(parts[5].text), Final)
-    assert parts[4].text == " white lines of a cat\n" and not parts[4].trained
+    assert isinstance(parse_step(pieces[0].text), Step) and isinstance(parse_step(pieces[4].text), Final)
+    assert pieces[3].text == " white lines of a cat\n" and not pieces[3].trained
 
 
-def test_context_samples_put_given_steps_in_the_prompt():
-    parts = segments(chain_record(given_steps=1), REGISTRY.tools)
-    assert [p.trained for p in parts] == [False, True, False, True]
-    assert "Action: Edge Detection On Image" in parts[0].text and "Observation: " + EDGE in parts[0].text
+def test_gpt4tools_records_train_one_sample_per_step_with_the_scratchpad_in_the_prompt():
+    record = chain_record()
+    samples = sequences(record, REGISTRY.tools, "gpt4tools")
+    assert [[p.trained for p in pieces] for _, pieces in samples] == [[True]] * 3
+    second, pieces = samples[1]
+    assert second.reply == "" and second.endswith(f"Observation: {EDGE}\n")
+    assert (second, pieces[0].text) == examples(record, REGISTRY.tools)[1]
+
+
+def test_given_steps_are_in_the_prompt_not_trained():
+    [(prompt, pieces)] = sequences(chain_record(given_steps=1), REGISTRY.tools, "compact")
+    assert [p.trained for p in pieces] == [True, False, True]
+    assert "Action: Edge Detection On Image" in prompt.reply and "Observation: " + EDGE in prompt.reply
+    first, _ = sequences(chain_record(given_steps=1), REGISTRY.tools, "gpt4tools")[0]
+    assert "Observation: " + EDGE in first and first.reply == ""
 
 
 def test_trace_round_trip_and_errors():

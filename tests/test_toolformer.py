@@ -155,6 +155,7 @@ def test_a_call_the_model_never_closes_is_dropped_and_k0_disables_calls(taught_l
 
 class Broken(Tool):
     name, description, output, backend = "Broken", "always fails", "text", "a bug"
+    purpose = "always fail"
     inputs = (Input("text", "text"),)
 
     def forward(self, text: str) -> str:

@@ -53,7 +53,7 @@ def test_tool_names_are_gpt4tools_exact():
 def test_a_tool_whose_forward_does_not_match_its_inputs_is_rejected():
     with pytest.raises(TypeError, match="must take exactly its inputs"):
         class Bad(Tool):
-            name, description, output = "Bad", "bad", "text"
+            name, description, purpose, output = "Bad", "bad", "bad", "text"
             inputs = (Input("image_path", "image_path"),)
 
             def forward(self, path):

@@ -49,19 +49,23 @@ def wait_for(client: Client, run: str, states: tuple[str, ...], timeout: float =
     raise AssertionError(f"run {run} never reached {states}: {status[0]}")
 
 
-def start(client: Client, data: Path, base: Path, name: str, max_steps: int) -> None:
-    client.predict(str(data), str(base), name, 3, 5e-3, max_steps, 16, 16, 2, 100000, api_name="/train_start")
+def start(client: Client, data: Path, base: Path, name: str, max_steps: int, prompt: str = "auto") -> None:
+    client.predict(str(data), str(base), name, 3, 5e-3, max_steps, 16, 16, 2, 100000, prompt,
+                   api_name="/train_start")
 
 
 def test_train_then_evaluate_the_adapter(app, tiny_llama, tmp_path):
     url, data = app
     client = Client(url, verbose=False)
-    start(client, data, tiny_llama, "tiny-ui", 12)
+    preview = client.predict(str(data), str(tiny_llama), "compact", 3, 100000, api_name="/train_preview")
+    assert "**4 records** → 4 training sequences (`compact` prompt)" in preview and "min** for 3 epoch" in preview
+    start(client, data, tiny_llama, "tiny-ui", 12, "compact")
     with pytest.raises(Exception, match="still training"):
         start(client, data, tiny_llama, "second", 12)  # one run at a time
     text, plot, tail, adapter = wait_for(client, "tiny-ui", ("finished", "failed"))
     assert ": finished" in text and "step 12 / 12" in text, (text, tail)
-    assert adapter.endswith("tiny-ui/adapter") and (Path(adapter) / "toolsmith.json").is_file()
+    assert adapter.endswith("tiny-ui/adapter")
+    assert json.loads((Path(adapter) / "toolsmith.json").read_text())["prompt"] == "compact"
     assert [row[0] for row in plot["data"]] == list(range(1, 13))  # one loss point per step
     # a new page (another session) finds the run where it is: state is on disk, not in the page
     fresh = Client(url, verbose=False)
@@ -102,11 +106,14 @@ def test_a_run_that_cannot_start_says_why(app, tmp_path):
     client = Client(url, verbose=False)
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
-    client.predict(str(empty), "embedded", "bad-run", 1, 3e-4, 1, 16, 16, 1, 512, api_name="/train_start")
+    assert "no such data file" in client.predict(str(tmp_path / "nothing.jsonl"), "embedded", "auto", 1, 512,
+                                                 api_name="/train_preview")
+    client.predict(str(empty), "embedded", "bad-run", 1, 3e-4, 1, 16, 16, 1, 512, "auto", api_name="/train_start")
     text = wait_for(client, "bad-run", ("failed",))[0]
     assert "no valid training examples" in text
     with pytest.raises(Exception, match="letters, digits"):
-        client.predict(str(empty), "embedded", "../escape", 1, 3e-4, 1, 16, 16, 1, 512, api_name="/train_start")
+        client.predict(str(empty), "embedded", "../escape", 1, 3e-4, 1, 16, 16, 1, 512, "auto",
+                       api_name="/train_start")
 
 
 @needs_chromium

@@ -1,4 +1,4 @@
-"""`python -m training generate|import|export|split|review|train|evaluate|toolformer|toolace-r|bfcl`."""
+"""`python -m training generate|import|export|split|review|train|stats|evaluate|toolformer|toolace-r|bfcl`."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from agent.embedded import ADAPTER_DIR
-from agent.factory import add_engine_flag
+from agent.factory import add_engine_flag, default_template
+from agent.prompts import TEMPLATES
 from agent.shortlist import RETRIEVER_DIR, SHIPPED_RETRIEVER
 from visual_tools import ToolRegistry, data_home
 
@@ -156,12 +157,36 @@ def cmd_train(args: argparse.Namespace) -> None:
                          max_steps=args.max_steps, save_steps=args.save_steps, seed=args.seed,
                          chat_format=args.chat_format, sampling=args.sampling, load_in_8bit=args.load_in_8bit,
                          load_in_4bit=args.load_in_4bit, resume=args.resume, bf16=args.bf16,
-                         init_adapter=args.init_adapter, decision_weight=args.decision_weight)
+                         init_adapter=args.init_adapter, decision_weight=args.decision_weight,
+                         prompt=args.prompt or default_template(args.base, args.init_adapter))
     try:
         adapter = train(config)
     except TrainingError as exc:
         raise SystemExit(f"error: {exc}") from None
     print(f"adapter saved to {adapter}, its shortlist classifier in {Path(adapter) / RETRIEVER_DIR}")
+
+
+def cmd_stats(args: argparse.Namespace) -> None:
+    from .tuning.sft import TrainConfig, TrainingError
+    from .tuning.stats import dataset_stats
+    config = TrainConfig(data=args.data, out="", base=args.base, epochs=args.epochs, cutoff=args.cutoff,
+                         chat_format=args.chat_format, prompt=args.prompt or default_template(args.base))
+    try:
+        stats = dataset_stats(config, args.tokens_per_second)
+    except TrainingError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    if args.json:
+        print(json.dumps(stats.as_dict(), indent=1))
+        return
+    d = stats.as_dict()
+    rows = [("records", d["records"]), ("training sequences", d["sequences"]), ("tokens", d["tokens"]),
+            ("tokens per record", d["tokens_per_record"]), ("trained tokens", d["trained_tokens"]),
+            ("trained share", f"{100 * d['trained_share']:.1f} %"),
+            ("dropped", ", ".join(f"{k}: {v}" for k, v in d["dropped"].items()) or "none"),
+            (f"estimated time ({args.epochs:g} epoch(s), {args.tokens_per_second:g} tokens/s)",
+             f"{d['seconds'] / 60:.1f} min")]
+    print(f"{args.data}, prompt {stats.prompt}\n\n| measure | value |\n|---|---|")
+    print("\n".join(f"| {name} | {value} |" for name, value in rows))
 
 
 def _fit_retriever(data: str, out: Path) -> None:
@@ -219,7 +244,7 @@ def cmd_evaluate(args: argparse.Namespace) -> None:
         raise SystemExit(f"error: {exc}") from None
     unseen = [name.strip() for name in (args.unseen or "").split(";") if name.strip()]
     predictions = evaluate(controller, cases, tools, unseen=unseen, strict_images=args.strict_images,
-                           max_steps=args.max_steps, grammar=not args.no_grammar)
+                           max_steps=args.max_steps, grammar=not args.no_grammar, template=spec.template)
     rows = summary(predictions)
     paths = write_report(predictions, Path(args.out)) if args.out else {}
     if args.json:
@@ -241,6 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     from .toolace_r import cli as toolace_cli
     from .toolace_r.refine import REFINE_MODES, ROUNDS
     from .toolformer import cli as toolformer_cli
+    from .tuning.stats import TOKENS_PER_SECOND
     parser = argparse.ArgumentParser(prog="python -m training", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -329,9 +355,26 @@ def main(argv: list[str] | None = None) -> None:
                     help="start from this LoRA adapter of the same base (e.g. the shipped one) instead of a new one")
     tr.add_argument("--decision-weight", type=float, default=1.0,
                     help="count the Yes / No of 'Do I need to use a tool?' this many times in the loss (1: plain)")
+    tr.add_argument("--prompt", choices=TEMPLATES, default=None,
+                    help="the prompt template, recorded in the adapter's toolsmith.json (default: --init-adapter's; "
+                         "else compact for the embedded base, gpt4tools for any other)")
     tr.add_argument("--bf16", action="store_true",
                     help="bfloat16 autocast on the CPU too (a bf16 GPU always uses it); ~1.8x on AVX512-BF16 CPUs")
     tr.set_defaults(func=cmd_train)
+
+    st = sub.add_parser("stats", help="what a training run on --data reads: records, sequences, tokens, time")
+    st.add_argument("--data", required=True, help="records JSONL, or review:accepted")
+    st.add_argument("--base", default="embedded", help="the base model whose tokenizer counts (as train)")
+    st.add_argument("--prompt", choices=TEMPLATES, default=None, help="as train (default: compact for the embedded "
+                                                                      "base, gpt4tools for any other)")
+    st.add_argument("--epochs", type=float, default=1.0)
+    st.add_argument("--cutoff", type=int, default=2048)
+    st.add_argument("--chat-format", default="auto", choices=["auto", "chat", "vicuna", "raw"])
+    st.add_argument("--tokens-per-second", type=float, default=TOKENS_PER_SECOND,
+                    help=f"training throughput for the estimate ({TOKENS_PER_SECOND:g}: the embedded model on a "
+                         "2-core CPU)")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=cmd_stats)
 
     ev = sub.add_parser("evaluate", help="GPT4Tools success rates (SR_t, SR_act, SR_args, SR)")
     ev.add_argument("--data", required=True, help="GPT4Tools JSON, records JSONL or a plain case JSONL")

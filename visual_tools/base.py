@@ -48,9 +48,10 @@ class Tool:
     """One visual tool.
 
     Subclasses declare `name` (the exact string the model writes after `Action:`), `description`
-    (the prompt text), `inputs`, `output`, `op` (the word in output file names), `checkpoints`,
-    and implement `forward(**inputs)` returning text or a PIL image. Heavy set-up goes in `setup()`,
-    which runs once, lazily, on first use. Image inputs arrive as resolved `Path`s.
+    (the prompt text), `purpose` (the compact prompt's line: what it does, in at most ~20 tokens (the model's
+    tokenizer), no input names repeated unless their format needs saying), `inputs`, `output`, `op` (the word
+    in output file names), `checkpoints`, and implement `forward(**inputs)` returning text or a PIL image.
+    Heavy set-up goes in `setup()`, which runs once, lazily, on first use. Image inputs arrive as resolved `Path`s.
 
     A tool is one file: the registry finds every class that declares its own `name` in a module of the
     `visual_tools` package (`registry.discover`; a new tool is listed after those `registry.ORDER` names).
@@ -61,6 +62,7 @@ class Tool:
 
     name: ClassVar[str]
     description: ClassVar[str]
+    purpose: ClassVar[str]  # the compact prompt's `> Name(inputs): purpose`
     inputs: ClassVar[tuple[Input, ...]]
     output: ClassVar[Literal["image_path", "text"]]
     op: ClassVar[str] = "update"
@@ -78,7 +80,7 @@ class Tool:
         super().__init_subclass__(**kwargs)
         if "name" not in cls.__dict__:
             return  # an intermediate base class: a concrete tool declares its own name
-        for attr in ("name", "description", "inputs", "output"):
+        for attr in ("name", "description", "purpose", "inputs", "output"):
             if not hasattr(cls, attr):
                 raise TypeError(f"{cls.__name__} must define `{attr}`")
         params = list(inspect.signature(cls.forward).parameters)[1:]

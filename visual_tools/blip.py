@@ -32,6 +32,7 @@ class ImageCaptioning(_Blip):
     name = "Get Photo Description"
     description = ("useful when you want to know what is inside the photo. receives image_path as input. "
                    "The input to this tool should be a string, representing the image_path. ")
+    purpose = "a short caption of what the whole image shows (no question asked)"
     inputs = (Input("image_path", "image_path"),)
     output = "text"
     checkpoints = ("Salesforce/blip-image-captioning-base",)
@@ -51,6 +52,7 @@ class VisualQuestionAnswering(_Blip):
                    "like: what is the background color of the last image, how many cats in this figure, "
                    "what is in this figure. The input to this tool should be a comma separated string of two, "
                    "representing the image_path and the question")
+    purpose = "answer a question about an image: colours, counts, what is where"
     inputs = (Input("image_path", "image_path"), Input("question", "text"))
     output = "text"
     checkpoints = ("Salesforce/blip-vqa-base",)

@@ -16,6 +16,7 @@ class Image2Canny(Tool):
                    "like: detect the edges of this image, or canny detection on image, "
                    "or perform edge detection on this image, or detect the canny image of this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "the edge map (Canny) of an image: every fine edge"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "edge"

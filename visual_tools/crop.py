@@ -32,6 +32,7 @@ class CropImage(Tool):
                    "The input to this tool should be a comma separated string of two, representing the image_path "
                    "and the coordinates with the format of [x1, y1, x2, y2] that represents the top left and "
                    "bottom right of the cropped region")
+    purpose = "cut out a region: [left, top, right, bottom] in pixels or fractions"
     inputs = (Input("image_path", "image_path"), Input("coordinates", "box"))
     output = "image_path"
     op = "crop"

@@ -16,6 +16,7 @@ class Image2Depth(Tool):
     description = ("useful when you want to detect depth of the image. like: generate the depth from this image, "
                    "or detect the depth map on this image, or predict the depth for this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "the depth map of an image: how far away each part is"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "depth"
@@ -46,6 +47,7 @@ class Image2Normal(Tool):
     description = ("useful when you want to detect norm map of the image. "
                    "like: generate normal map from this image, or predict normal map of this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "the surface-normal map of an image, computed from its depth"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "normal-map"

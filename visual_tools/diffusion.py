@@ -55,6 +55,7 @@ class Text2Image(_Diffusion):
                    "like: generate an image of an object or something, "
                    "or generate an image that includes some objects. "
                    "The input to this tool should be a string, representing the text used to generate image. ")
+    purpose = "make a new image from a text description"
     inputs = (Input("text", "text"),)
     output = "image_path"
     op = "gen"
@@ -81,6 +82,7 @@ class InstructPix2Pix(_Diffusion):
                    "like: make it look like a painting. or make it like a robot. "
                    "The input to this tool should be a comma separated string of two, "
                    "representing the image_path and the text. ")
+    purpose = "edit an image by a written instruction, e.g. make it look like a painting"
     inputs = (Input("image_path", "image_path"), Input("text", "text"))
     output = "image_path"
     op = "pix2pix"
@@ -130,6 +132,7 @@ class CannyText2Image(_ControlNet):
     name = "Generate Image Condition On Canny Image"
     description = CONDITION_TEMPLATE.format(what="a canny image", this="canny image", these="this edge image",
                                             end=". ")
+    purpose = "make a new image from a Canny edge map and a description"
     op, checkpoints = "canny2image", ("lllyasviel/control_v11p_sd15_canny",)
     condition = "Image2Canny"
     phrasings = _conditioned("canny edge map", "edges")
@@ -139,6 +142,7 @@ class LineText2Image(_ControlNet):
     name = "Generate Image Condition On Line Image"
     description = CONDITION_TEMPLATE.format(what="a straight line image", this="straight line image",
                                             these="this straight lines", end=". ")
+    purpose = "make a new image from a straight-line map and a description"
     op, checkpoints = "line2image", ("lllyasviel/control_v11p_sd15_mlsd",)
     condition = "Image2Line"
     phrasings = _conditioned("straight line map", "straight lines")
@@ -148,6 +152,7 @@ class HedText2Image(_ControlNet):
     name = "Generate Image Condition On Soft Hed Boundary Image"
     description = CONDITION_TEMPLATE.format(what="a soft hed boundary image", this="soft hed boundary image",
                                             these="this hed boundary", end="")
+    purpose = "make a new image from a soft HED boundary map and a description"
     op, checkpoints = "hed2image", ("lllyasviel/control_v11p_sd15_softedge",)
     condition = "Image2Hed"
     phrasings = _conditioned("soft HED boundary map", "HED boundaries")
@@ -158,6 +163,7 @@ class ScribbleText2Image(_ControlNet):
     description = ("useful when you want to generate a new real image from both the user description and "
                    "a scribble image or a sketch image. The input to this tool should be a comma separated string "
                    "of two, representing the image_path and the user description")
+    purpose = "make a new image from a sketch or scribble and a description"
     op, checkpoints = "scribble2image", ("lllyasviel/control_v11p_sd15_scribble",)
     condition = "Image2Scribble"
     phrasings = _conditioned("sketch", "scribble")
@@ -169,6 +175,7 @@ class PoseText2Image(_ControlNet):
                    "and a human pose image. like: generate a real image of a human from this human pose image, "
                    "or generate a new real image of a human from this pose. The input to this tool should be a "
                    "comma separated string of two, representing the image_path and the user description")
+    purpose = "make a new image of a person from a pose skeleton and a description"
     op, checkpoints = "pose2image", ("lllyasviel/control_v11p_sd15_openpose",)
     condition = "Image2Pose"
     phrasings = _conditioned("human pose", "pose skeleton")
@@ -178,6 +185,7 @@ class SegText2Image(_ControlNet):
     name = "Generate Image Condition On Segmentations"
     description = CONDITION_TEMPLATE.format(what="segmentations", this="segmentation image",
                                             these="these segmentations", end="")
+    purpose = "make a new image from a segmentation map and a description"
     op, checkpoints = "segment2image", ("lllyasviel/control_v11p_sd15_seg",)
     condition = "Image2Seg"
     phrasings = _conditioned("segmentation map", "segmentations")
@@ -186,6 +194,7 @@ class SegText2Image(_ControlNet):
 class DepthText2Image(_ControlNet):
     name = "Generate Image Condition On Depth"
     description = CONDITION_TEMPLATE.format(what="depth image", this="depth image", these="the depth map", end="")
+    purpose = "make a new image from a depth map and a description"
     op, checkpoints = "depth2image", ("lllyasviel/control_v11f1p_sd15_depth",)
     condition = "Image2Depth"
     phrasings = _conditioned("depth map", "depth")
@@ -194,6 +203,7 @@ class DepthText2Image(_ControlNet):
 class NormalText2Image(_ControlNet):
     name = "Generate Image Condition On Normal Map"
     description = CONDITION_TEMPLATE.format(what="normal map", this="normal map", these="the normal map", end="")
+    purpose = "make a new image from a normal map and a description"
     op, checkpoints = "normal2image", ("lllyasviel/control_v11p_sd15_normalbae",)
     condition = "Image2Normal"
     phrasings = _conditioned("normal map", "surface normals")

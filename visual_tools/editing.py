@@ -18,6 +18,7 @@ class ReplaceSomething(_Diffusion):
                    "location with another object from its description. "
                    "The input to this tool should be a comma separated string of three, "
                    "representing the image_path, the object to be replaced, the object to be replaced with ")
+    purpose = "swap an object, found by its description, for a described new one"
     inputs = (Input("image_path", "image_path"), Input("object", "text"), Input("new_object", "text"))
     output = "image_path"
     op = "replace-something"
@@ -52,6 +53,7 @@ class RemoveSomething(_Diffusion):
                    "from its description or location. "
                    "The input to this tool should be a comma separated string of two, "
                    "representing the image_path and the object need to be removed. ")
+    purpose = "erase an object, found by its description, and fill in the background"
     inputs = (Input("image_path", "image_path"), Input("object", "text"))
     output = "image_path"
     op = "remove-something"

@@ -29,6 +29,7 @@ class FaceDetection(Tool):
     description = ("useful when you want to detect or find the human faces in the image. "
                    "like: detect the faces in this image, or find all faces of this photo. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "box the human faces in an image"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "face"

@@ -25,6 +25,7 @@ class Text2Box(Tool):
     description = ("useful when you only want to detect or find out given objects in the picture"
                    "The input to this tool should be a comma separated string of two, "
                    "representing the image_path, the text description of the object to be found")
+    purpose = "find and box only the named object in an image"
     inputs = (Input("image_path", "image_path"), Input("object", "text"))
     output = "image_path"
     op = "detect-something"
@@ -79,6 +80,7 @@ class Detection(Tool):
     description = ("useful when you want to detect all objects of the image, but not detect a certain object "
                    "according to the text. like: detect all the objects in this image, or detect this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "box every common object (80 COCO classes) in an image; nothing named"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "detect-all"
@@ -118,6 +120,7 @@ class ObjectSegmenting(Tool):
                    "or can you segment an obeject for me"
                    "The input to this tool should be a comma separated string of two, "
                    "representing the image_path, the text description of the object to be found")
+    purpose = "mask the pixels of only the named object in an image"
     inputs = (Input("image_path", "image_path"), Input("object", "text"))
     output = "image_path"
     op = "segmentation"

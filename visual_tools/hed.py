@@ -25,6 +25,7 @@ class Image2Hed(Tool):
                    "like: detect the soft hed boundary of this image, or hed boundary detection on image, "
                    "or perform hed boundary detection on this image, or detect soft hed boundary image of this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "the soft HED boundary map of an image: smooth object outlines, little texture"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "hed-boundary"

@@ -16,6 +16,7 @@ class Image2Line(Tool):
                    "like: detect the straight lines of this image, or straight line detection on image, "
                    "or perform straight line detection on this image, or detect the straight line image of this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "only the straight line segments of an image, e.g. walls and buildings"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "line-of"

@@ -13,6 +13,7 @@ class TextDetection(Tool):
     name = "Text Detection On Image"
     description = ("useful when you want to detect the text in the image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "read the text written in an image (OCR)"
     inputs = (Input("image_path", "image_path"),)
     output = "text"
     package = ("rapidocr_onnxruntime", "rapidocr-onnxruntime==1.4.4")

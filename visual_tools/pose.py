@@ -66,6 +66,7 @@ class Image2Pose(Tool):
     description = ("useful when you want to detect the human pose of the image. "
                    "like: generate human poses of this image, or generate a pose image from this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "the human pose skeleton (body keypoints) of the people in an image"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "human-pose"

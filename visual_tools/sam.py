@@ -32,6 +32,7 @@ class Segmenting(Tool):
                    "or perform segmentation on this image, "
                    "or segment all the object in this image."
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "mask every part of an image (Segment Anything), unlabelled; nothing named"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "segment-image"

@@ -16,6 +16,7 @@ class Image2Scribble(Tool):
                    "like: generate a scribble of this image, or generate a sketch from this image, "
                    "detect the sketch from this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "a rough sketch of an image: thick strokes of its main outlines"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "scribble"

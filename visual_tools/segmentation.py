@@ -17,6 +17,7 @@ class Image2Seg(Tool):
                    "like: segment this image, or generate segmentations on this image, "
                    "or peform segmentation on this image. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "a semantic segmentation map: each region coloured by its class (ADE20K)"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "segmentation-map"

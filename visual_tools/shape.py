@@ -14,6 +14,7 @@ class Text2Shape(_Diffusion):
                    "and save its rendered views to a file. like: generate a 3D model of a chair, or create a 3D "
                    "shape of a shark. The input to this tool should be a string, representing the text used to "
                    "generate the 3D asset. ")
+    purpose = "make a 3D model from a text description; returns its rendered views"
     inputs = (Input("text", "text"),)
     output = "image_path"
     op = "shape"

@@ -13,6 +13,7 @@ class SuperResolution(Tool):
     description = ("useful when you want to enlarge the image or make it sharper and of higher resolution. "
                    "like: upscale this image, or increase the resolution of this image, or make this image clearer. "
                    "The input to this tool should be a string, representing the image_path")
+    purpose = "upscale an image 2x and sharpen it"
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "upscale"

@@ -77,6 +77,7 @@ class Calculator(Tool):
     description = ("useful when you need to compute an arithmetic expression, like: what is 18 + 12 * 3, "
                    "or how much is 400 / 1400. The input to this tool should be a string, representing an "
                    "expression of numbers, + - * / ** and parentheses")
+    purpose = "compute an arithmetic expression written with numbers and + - * / ** ( )"
     inputs = (Input("expression", "text"),)
     output = "text"
     op = "calc"
@@ -99,6 +100,7 @@ class Calendar(Tool):
     name = "Calendar"
     description = ("useful when you need to know today's date or the day of the week. "
                    "The input to this tool should be an empty string")
+    purpose = "today's date and weekday"
     inputs = ()
     output = "text"
     op = "date"
@@ -154,6 +156,7 @@ class WikiSearch(Tool):
     description = ("useful when you need facts about a topic: it returns the best-matching passage of the "
                    "local encyclopedia corpus. The input to this tool should be a string, representing the "
                    "search term")
+    purpose = "look up facts: the best-matching passage of a local encyclopedia"
     inputs = (Input("query", "text"),)
     output = "text"
     op = "search"
@@ -203,6 +206,7 @@ class QA(Tool):
     name = "QA"
     description = ("useful when you need the answer to a factual question: it reads the best WikiSearch passage "
                    "and answers from it. The input to this tool should be a string, representing the question")
+    purpose = "answer a factual question from the best-matching WikiSearch passage"
     inputs = (Input("question", "text"),)
     output = "text"
     op = "qa"
@@ -282,6 +286,7 @@ class MT(Tool):
     name = "MT"
     description = ("useful when you need to translate a text into English; the language of the input is "
                    "detected. The input to this tool should be a string, representing the text to translate")
+    purpose = "translate a text into English (its language is detected)"
     inputs = (Input("text", "text"),)
     output = "text"
     op = "mt"

@@ -7,8 +7,8 @@ from typing import Any
 from dataclasses import dataclass
 
 from agent.parsing import Final, Step, parse_step
-from agent.prompts import (AI_PREFIX, STOP, ScratchStep, ToolLike, Turn, image_turn, render_final, render_prompt,
-                           render_step)
+from agent.prompts import (AI_PREFIX, DEFAULT_TEMPLATE, STOP, Prompt, ScratchStep, ToolLike, Turn, continues_reply,
+                           image_turn, render_final, render_prompt, render_step)
 
 from .records import GoldStep, Record, Source, record_id
 
@@ -18,7 +18,7 @@ OBSERVATION = STOP[0]  # "\nObservation:", where the model stops and the tool's 
 @dataclass
 class Segment:
     text: str
-    trained: bool  # False for the prompt, the given steps and every Observation: masked from the loss
+    trained: bool  # False for the given steps' text and every Observation: masked from the loss
 
 
 def conversation(record: Record) -> list[Turn]:
@@ -30,27 +30,38 @@ def step_text(step: GoldStep) -> str:
     return render_step(step.thought, step.tool, ", ".join(step.args))
 
 
-def segments(record: Record, tools: Mapping[str, ToolLike]) -> list[Segment]:
-    """The whole sample as text pieces; joined, they are exactly what the agent loop feeds and reads."""
+def examples(record: Record, tools: Mapping[str, ToolLike],
+             template: str = DEFAULT_TEMPLATE) -> list[tuple[Prompt, str]]:
+    """GPT4Tools' step samples: per trained step, the prompt the agent loop renders before it and the step's text
+    (a tool call ends with its "\nObservation:"; the final answer ends the turn)."""
     offered = [tools[name] for name in record.tools]
-    given = [ScratchStep(step_text(s), s.observation) for s in record.steps[:record.given_steps]]
-    out = [Segment(render_prompt(offered, conversation(record), record.instruction, given), False)]
+    done = [ScratchStep(step_text(s), s.observation) for s in record.steps[:record.given_steps]]
+    pairs = []
     for step in record.steps[record.given_steps:]:
-        out.append(Segment(step_text(step) + OBSERVATION, True))
-        out.append(Segment(f" {step.observation}\n", False))
+        pairs.append((render_prompt(offered, conversation(record), record.instruction, done, template),
+                      step_text(step) + OBSERVATION))
+        done = [*done, ScratchStep(step_text(step), step.observation)]
     if record.answer is not None:
-        out.append(Segment(render_final(record.answer), True))
-    return out
-
-
-def examples(record: Record, tools: Mapping[str, ToolLike]) -> list[tuple[str, str]]:
-    """GPT4Tools' step samples: (prompt with the trace so far, the next response) per trained step."""
-    pairs, context = [], ""
-    for segment in segments(record, tools):
-        if segment.trained:
-            pairs.append((context, segment.text))
-        context += segment.text
+        pairs.append((render_prompt(offered, conversation(record), record.instruction, done, template),
+                      render_final(record.answer)))
     return pairs
+
+
+def sequences(record: Record, tools: Mapping[str, ToolLike],
+              template: str = DEFAULT_TEMPLATE) -> list[tuple[Prompt, list[Segment]]]:
+    """What trains on a record: each a prompt, then the reply's pieces. Where the template's scratchpad continues
+    the reply (`compact`), the record is one sequence: its first prompt, every step, each Observation (masked) and
+    the answer, so one forward pass trains them all and step k reads what the loop feeds it at step k. For
+    `gpt4tools` (the scratchpad inside the prompt) it is GPT4Tools' one sample per step."""
+    pairs = examples(record, tools, template)
+    if not pairs or not continues_reply(template):
+        return [(prompt, [Segment(completion, True)]) for prompt, completion in pairs]
+    pieces = []
+    for (prompt, completion), (following, _) in zip(pairs, pairs[1:]):
+        seen = prompt.reply + completion
+        assert following.reply.startswith(seen), "a step's prompt must extend the one before it"
+        pieces += [Segment(completion, True), Segment(following.reply[len(seen):], False)]
+    return [(pairs[0][0], [*pieces, Segment(pairs[-1][1], True)])]
 
 
 def render_trace(record: Record) -> str:

@@ -15,7 +15,7 @@ from tqdm.auto import tqdm
 from agent.controller import Controller, ControllerError
 from agent.grammar import build_grammar
 from agent.parsing import Final, ParseError, Step, parse_step
-from agent.prompts import STOP, ScratchStep, render_prompt
+from agent.prompts import DEFAULT_TEMPLATE, STOP, ScratchStep, render_prompt
 from agent.shortlist import Shortlist
 from visual_tools import ToolInputError
 from visual_tools.image_store import IMAGE_NAME, output_name
@@ -109,6 +109,11 @@ class Prediction:
     SR: float
     form: list[str] = field(default_factory=list)
 
+    @property
+    def skipped_tool(self) -> bool:
+        """A claim without action: the case needed a tool and the model answered at once, calling none."""
+        return self.steps > 0 and isinstance(parse_step(self.pred.split(STOP[0], 1)[0]), Final)
+
 
 def form_errors(pred: str, tools: Mapping[str, Any], images: list[str]) -> list[str]:
     """What is wrong in form with each step of a predicted trace: an unknown tool name, a step that does not parse
@@ -147,15 +152,16 @@ def shortlisted(records: list[Record], shortlist: Shortlist) -> list[Record]:
 
 
 def predict(controller: Controller, record: Record, tools: Mapping[str, Any], *, max_steps: int = 5,
-            max_new_tokens: int = 128, grammar: bool = False) -> str:
-    """The model's own trace for the case; each of its tool calls is answered with the gold observation. With
-    `grammar`, each step is decoded under the grammar of the offered tools and the images the case has so far."""
+            max_new_tokens: int = 128, grammar: bool = False, template: str = DEFAULT_TEMPLATE) -> str:
+    """The model's own trace for the case, its prompts in `template`; each of its tool calls is answered with the gold
+    observation. With `grammar`, each step is decoded under the grammar of the offered tools and the images the
+    case has so far."""
     offered = [tools[name] for name in record.tools if name in tools]
     scratch = [ScratchStep(step_text(s), s.observation) for s in record.steps[:record.given_steps]]
     images = [record.image_name] if record.image_name else []
     trace = ""
     for i in range(max_steps):
-        prompt = render_prompt(offered, conversation(record), record.instruction, scratch)
+        prompt = render_prompt(offered, conversation(record), record.instruction, scratch, template)
         images += [s.observation for s in scratch if IMAGE_NAME.fullmatch(s.observation)]
         constraint = build_grammar(offered, images) if grammar else None
         try:
@@ -174,13 +180,13 @@ def predict(controller: Controller, record: Record, tools: Mapping[str, Any], *,
 
 def evaluate(controller: Controller, records: Iterable[Record], tools: Mapping[str, Any], *,
              unseen: Iterable[str] = (), strict_images: bool = False, max_steps: int = 5, grammar: bool = False,
-             on_case: Callable[[int, int], None] | None = None) -> list[Prediction]:
+             template: str = DEFAULT_TEMPLATE, on_case: Callable[[int, int], None] | None = None) -> list[Prediction]:
     unseen = set(unseen)
     records = list(records)
     out = []
     for number, record in enumerate(tqdm(records, desc="evaluating", unit="case"), 1):
         gold = gold_text(record)
-        pred = predict(controller, record, tools, max_steps=max_steps, grammar=grammar)
+        pred = predict(controller, record, tools, max_steps=max_steps, grammar=grammar, template=template)
         result = score(gold, pred, strict_images)
         used = record.used_tools()[record.given_steps:] if record.steps else []
         images = [record.image_name, *(s.observation for s in record.steps)] if record.image_name else []

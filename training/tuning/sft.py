@@ -1,9 +1,9 @@
 """LoRA supervised fine-tuning of the controller on records: transformers' Trainer + peft, no loop of our own.
 
-Each trained step of a record becomes one example, rendered by agent/prompts.py and formatted exactly
-as the controller formats prompts at inference (chat template, Vicuna or raw). Labels cover only the
-completion — the model's own Thought/Action/Action Input or final answer; the prompt, the given steps
-and every Observation are masked (-100).
+A record is rendered by agent/prompts.py in the adapter's template and formatted exactly as the controller formats
+prompts at inference (chat template, Vicuna or raw): with `compact` one sequence per record (every step and the
+answer), with `gpt4tools` one example per step. Labels cover only the model's own text — Thought/Action/Action
+Input and final answers; the prompt, the given steps and every Observation are masked (-100).
 """
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ import torch
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DataCollatorForSeq2Seq, Trainer, TrainerCallback,
                           TrainingArguments)
 
-from agent.chat_format import encode_prompt, resolve_chat_format
+from agent.chat_format import format_prompt, resolve_chat_format
 from agent.hf_controller import fingerprint
-from agent.prompts import THOUGHT_NO, THOUGHT_YES, render_final
+from agent.prompts import DEFAULT_TEMPLATE, THOUGHT_NO, THOUGHT_YES, Prompt, render_final
 from visual_tools import ToolRegistry
 
 from ..data.filters import check
 from ..data.records import Record, load_jsonl
-from ..data.render import examples
+from ..data.render import Segment, sequences
 from .run_files import ADAPTER_DIR, LOG_FILE, META_FILE, STOP_FILE
 
 
@@ -62,6 +62,7 @@ class TrainConfig:
     init_adapter: str | None = None  # continue training this LoRA adapter instead of starting a new one
     bf16: bool = False  # bfloat16 autocast on the CPU too (~1.8x on a CPU with AVX512-BF16); always on a bf16 GPU
     decision_weight: float = 1.0  # loss weight of the Yes / No after "Do I need to use a tool?" (1: plain loss)
+    prompt: str = DEFAULT_TEMPLATE  # the prompt template (agent/prompts.py); recorded in toolsmith.json
 
 
 def base_checkpoint(base: str) -> tuple[str, str]:
@@ -89,18 +90,34 @@ def load_records(data: str) -> tuple[list[Record], str]:
 
 
 def encode_example(tokenizer, prompt: str, completion: str, chat_format: str) -> dict[str, list[int]]:
-    """One tokenized example: the formatted prompt masked (-100), the completion learned (a reply that does not
-    stop at an Observation ends the turn with EOS)."""
-    prompt_ids = encode_prompt(tokenizer, prompt, chat_format)
-    completion_ids = tokenizer(completion, add_special_tokens=False)["input_ids"]
-    if not completion.endswith("Observation:") and tokenizer.eos_token_id is not None:
-        completion_ids.append(tokenizer.eos_token_id)
-    return {"input_ids": prompt_ids + completion_ids, "labels": [-100] * len(prompt_ids) + completion_ids}
+    """One tokenized example: the formatted prompt masked (-100), the completion learned."""
+    return encode_sequence(tokenizer, prompt, [Segment(completion, True)], chat_format)
 
 
-def build_examples(records: list[Record], tokenizer, chat_format: str, cutoff: int,
-                   registry: ToolRegistry) -> tuple[list[dict], Counter]:
-    """Tokenized examples with masked labels, and a count of what was dropped and why."""
+def encode_sequence(tokenizer, prompt: Prompt | str, pieces: list[Segment], chat_format: str) -> dict[str, list[int]]:
+    """One tokenized sequence: the formatted prompt (with its reply so far) masked, then `pieces`, each trained or
+    masked; a reply whose last piece is trained and does not stop at an Observation ends the turn with EOS. The
+    whole text is tokenized at once, as the controller tokenizes it at inference, and labels follow the characters."""
+    text = format_prompt(tokenizer, prompt, chat_format)
+    spans = []
+    for piece in pieces:
+        if piece.trained:
+            spans.append((len(text), len(text) + len(piece.text)))
+        text += piece.text
+    encoded = tokenizer(text, add_special_tokens=resolve_chat_format(tokenizer, chat_format) != "chat",
+                        return_offsets_mapping=True)
+    ids = encoded["input_ids"]
+    labels = [token if any(start <= begin < end for start, end in spans) else -100
+              for token, (begin, _) in zip(ids, encoded["offset_mapping"])]
+    last = pieces[-1] if pieces else None
+    if last and last.trained and not last.text.endswith("Observation:") and tokenizer.eos_token_id is not None:
+        ids, labels = ids + [tokenizer.eos_token_id], labels + [tokenizer.eos_token_id]
+    return {"input_ids": ids, "labels": labels}
+
+
+def build_examples(records: list[Record], tokenizer, chat_format: str, cutoff: int, registry: ToolRegistry,
+                   template: str = DEFAULT_TEMPLATE) -> tuple[list[dict], Counter]:
+    """Tokenized sequences with masked labels, and a count of what was dropped and why."""
     dropped: Counter = Counter()
     rows = []
     for record in records:
@@ -108,8 +125,8 @@ def build_examples(records: list[Record], tokenizer, chat_format: str, cutoff: i
         if problem and problem != "missing image":  # training reads the text, not the photo
             dropped[problem] += 1
             continue
-        for prompt, completion in examples(record, registry.tools):
-            row = encode_example(tokenizer, prompt, completion, chat_format)
+        for prompt, pieces in sequences(record, registry.tools, template):
+            row = encode_sequence(tokenizer, prompt, pieces, chat_format)
             if len(row["input_ids"]) > cutoff:
                 dropped["longer than cutoff"] += 1
                 continue
@@ -200,10 +217,11 @@ def model_card(meta: dict) -> str:
             f"# Toolsmith controller LoRA\n\nA LoRA adapter for `{meta['base']}` that answers in GPT4Tools' "
             f"Thought / Action / Action Input / Observation format, trained with `python -m training train`.\n\n"
             f"- data: `{Path(meta['data']).name}` (sha256 `{meta['data_sha256'][:16]}…`), {meta['records']} records, "
-            f"{meta['examples']} examples\n- LoRA r {c['lora_r']}, alpha {c['lora_alpha']}, dropout "
+            f"{meta['examples']} training sequences\n- LoRA r {c['lora_r']}, alpha {c['lora_alpha']}, dropout "
             f"{c['lora_dropout']} on {', '.join(c['target_modules'])}; lr {c['learning_rate']}, "
             f"{c['epochs']} epochs, batch {c['batch_size']}, {meta['global_step']} steps; final train loss "
-            f"{meta['train_loss']:.4f}\n- prompt format: {meta['chat_format']}; loss on the model's own text only "
+            f"{meta['train_loss']:.4f}\n- prompt template: {meta.get('prompt', DEFAULT_TEMPLATE)}, format: "
+            f"{meta['chat_format']}; loss on the model's own text only "
             f"(prompt and observations masked)\n")
 
 
@@ -232,7 +250,7 @@ def train(config: TrainConfig) -> Path:
     records, digest = load_records(config.data)
     tokenizer, chat_format = load_tokenizer(config)
     registry = ToolRegistry.from_load()
-    rows, dropped = build_examples(records, tokenizer, chat_format, config.cutoff, registry)
+    rows, dropped = build_examples(records, tokenizer, chat_format, config.cutoff, registry, config.prompt)
     if not rows:
         reasons = ", ".join(f"{k}: {v}" for k, v in dropped.items()) or "the file holds no records"
         raise TrainingError(f"no valid training examples in {config.data} ({len(records)} records; {reasons})")
@@ -242,8 +260,9 @@ def train(config: TrainConfig) -> Path:
         from .retriever import train_retriever
         train_retriever(records, registry, adapter / RETRIEVER_DIR, data=config.data)
 
-    return fit(config, tokenizer, rows, {"chat_format": chat_format, "data_sha256": digest, "records": len(records),
-                                         "dropped": dict(dropped)}, model_card, shortlist_classifier)
+    return fit(config, tokenizer, rows, {"chat_format": chat_format, "prompt": config.prompt, "data_sha256": digest,
+                                         "records": len(records), "dropped": dict(dropped)}, model_card,
+               shortlist_classifier)
 
 
 def native_cpu_bf16() -> bool:

@@ -60,20 +60,22 @@ def build_evaluate_tab(controllers: ControllerPool) -> None:
         if not cases:
             raise gr.Error(f"No cases in {Path(source).name}" + (f": {problems[0]}" if problems else ""))
         try:
-            model = controllers.get(ControllerSpec.parse(controller_ or "embedded", adapter_))
+            spec = ControllerSpec.parse(controller_ or "embedded", adapter_)
+            model = controllers.get(spec)
         except ControllerError as exc:
             raise gr.Error(str(exc)) from None
         held_out = [n.strip() for n in (unseen_ or "").split(";") if n.strip()]
         chosen, note = load_shortlist(int(shortlist_ or 0), retriever_folder((adapter_ or "").strip() or None),
                                       list(all_tools.values()))
         cases = shortlisted(cases, chosen) if chosen else cases
-        results = evaluate(model, cases, all_tools, unseen=held_out, strict_images=strict_, grammar=bool(grammar_))
+        results = evaluate(model, cases, all_tools, unseen=held_out, strict_images=strict_, grammar=bool(grammar_),
+                           template=spec.template)
         rows = summary(results)
         out = write_report(results, Path(tempfile.mkdtemp(prefix="toolsmith-eval-")))
         chart_rows = [{"set": r["set"], "metric": m, "value": r[m]} for r in rows
                       if r["set"] in ("overall", "seen tools", "unseen tools") for m in METRICS]
         notes = "".join(f"\n- {p}" for p in [*problems[:10], *([note] if note else [])])
-        text = f"**{model.name}** on `{Path(source).name}`\n\n{markdown(rows)}" + notes
+        text = f"**{model.name}** ({spec.template} prompt) on `{Path(source).name}`\n\n{markdown(rows)}" + notes
         table_rows = [[asdict(p)[c] for c in PREDICTION_COLUMNS] for p in results]
         return text, pd.DataFrame(chart_rows), table_rows, [str(p) for p in out.values()]
 

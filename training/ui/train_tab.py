@@ -1,5 +1,6 @@
-"""The Train tab's LoRA section: `python -m training train` as a run (training/ui/runs.py) that writes a JSONL
-log; progress, loss plot, Stop (the trainer saves the adapter first), load in Chat."""
+"""The Train tab's LoRA section: a preview of the data (`python -m training stats`), then `python -m training train`
+as a run (training/ui/runs.py) that writes a JSONL log; progress, loss plot, Stop (the trainer saves the adapter
+first), load in Chat."""
 from __future__ import annotations
 
 import sys
@@ -9,6 +10,9 @@ from typing import Any
 
 import gradio as gr
 import pandas as pd
+
+from agent.factory import default_template
+from agent.prompts import TEMPLATES
 
 from ..tuning.run_files import ADAPTER_DIR, LOG_FILE
 from .runs import RUN_NAME, RunKind, datasets_choices, wire
@@ -64,6 +68,24 @@ def start_run(name: str, data: str, base: str, settings: dict[str, float]) -> st
     return RUNS.start(name, command, reuse=True).name
 
 
+def preview(data: str, base: str, prompt: str, epochs: float, cutoff: int) -> str:
+    """What a run on `data` would read (records, sequences, tokens, trained tokens, time): `training stats`."""
+    from ..tuning.sft import TrainConfig, TrainingError
+    from ..tuning.stats import dataset_stats
+    if not data:
+        return "Choose the training data first."
+    base = base or "embedded"
+    config = TrainConfig(data=data, out="", base=base, epochs=epochs, cutoff=int(cutoff),
+                         prompt=default_template(base) if prompt == AUTO else prompt)
+    try:
+        return dataset_stats(config).markdown()
+    except TrainingError as exc:
+        return f"⚠️ {exc}"
+
+
+AUTO = "auto"  # the Prompt radio's default: compact for the embedded base, gpt4tools for any other (train's rule)
+
+
 @dataclass(frozen=True)
 class TrainTab:
     """What app.py wires: the adapter and its button (load in Chat), and what to refresh on page load."""
@@ -90,10 +112,15 @@ def build_train_tab() -> TrainTab:
                 alpha = gr.Number(16, label="LoRA alpha", precision=0, minimum=1)
                 batch = gr.Number(4, label="Batch size", precision=0, minimum=1)
                 cutoff = gr.Number(2048, label="Cutoff (tokens)", precision=0, minimum=64)
+            prompt = gr.Radio([AUTO, *TEMPLATES], value=AUTO, label="Prompt template (recorded with the adapter; "
+                                                                    "auto: compact for 'embedded', else gpt4tools)")
             with gr.Row():
+                count = gr.Button("Preview data")
                 start = gr.Button("Start", variant="primary")
                 stop = gr.Button("Stop", variant="stop")
         with gr.Column(scale=3):
+            stats = gr.Markdown("*Preview data* counts what a run will read and how long it should take.",
+                                elem_id="train-preview")
             run = gr.Dropdown(RUNS.names(), label="Run", allow_custom_value=True)
             status = gr.Markdown("No run selected.")
             loss = gr.LinePlot(pd.DataFrame({"step": [], "loss": []}), x="step", y="loss", title="Training loss",
@@ -106,15 +133,19 @@ def build_train_tab() -> TrainTab:
         view = run_status(name_)
         return view.text, view.loss, view.tail, view.adapter, gr.update(interactive=bool(view.adapter))
 
-    def begin(data_, base_, name_, epochs_, lr_, max_steps_, rank_, alpha_, batch_, cutoff_) -> str:
+    def begin(data_, base_, name_, epochs_, lr_, max_steps_, rank_, alpha_, batch_, cutoff_, prompt_) -> str:
         settings = {"epochs": epochs_, "lr": lr_, "max-steps": int(max_steps_), "lora-r": int(rank_),
                     "lora-alpha": int(alpha_), "batch-size": int(batch_), "cutoff": int(cutoff_)}
+        if prompt_ != AUTO:
+            settings["prompt"] = prompt_
         return start_run((name_ or "").strip(), (data_ or "").strip(), (base_ or "embedded").strip(), settings)
 
     def on_load():
         runs = RUNS.names()
         return gr.update(choices=runs, value=runs[0] if runs else None), gr.update(choices=datasets_choices())
 
-    wire(RUNS, "train", begin, [data, base, name, epochs, lr, max_steps, rank, alpha, batch, cutoff], show,
+    count.click(lambda d, b, p, e, c: preview((d or "").strip(), (b or "").strip(), p, e, c),
+                [data, base, prompt, epochs, cutoff], stats, api_name="train_preview")
+    wire(RUNS, "train", begin, [data, base, name, epochs, lr, max_steps, rank, alpha, batch, cutoff, prompt], show,
          [status, loss, tail, adapter, load_in_chat], run=run, start=start, stop=stop)
     return TrainTab(adapter, load_in_chat, (on_load, None, [run, data]))
