@@ -51,8 +51,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(default: every tool, on cuda:0 if present else cpu)")
     parser.add_argument("--max-steps", type=int, default=5, help="tool steps per turn (default 5)")
     parser.add_argument("--shortlist", type=int, default=DEFAULT_K, metavar="K",
-                        help=f"offer each turn the K likeliest tools (default {DEFAULT_K}); 0: every available tool "
-                             "(GPT4Tools' released LoRA and hub models may want that)")
+                        help=f"offer each turn the likeliest tools, ranked, at most K (default {DEFAULT_K}); "
+                             "0: every available tool (GPT4Tools' released LoRA and hub models may want that)")
     parser.add_argument("--no-grammar", action="store_true",
                         help="decode replies unconstrained (the Chat has a switch too)")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),

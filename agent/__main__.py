@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     chat.add_argument("--load", default=None, help='tools and devices, e.g. "Image2Canny_cpu"')
     chat.add_argument("--max-steps", type=int, default=5)
     chat.add_argument("--shortlist", type=int, default=DEFAULT_K, metavar="K",
-                      help=f"offer the K likeliest tools (default {DEFAULT_K}); 0: every available tool")
+                      help=f"offer the likeliest tools, ranked, at most K (default {DEFAULT_K}); 0: all available")
     chat.add_argument("--no-grammar", action="store_true", help="decode the replies unconstrained")
     args = parser.parse_args(argv)
 

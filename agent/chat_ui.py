@@ -191,7 +191,8 @@ def build_chat_tab(services: ChatServices) -> ChatTab:
             refine = gr.Checkbox(False, label="Adaptive self-refine (ToolACE-R)", visible=services.refine is not None,
                                  info="each step is answered, then refined until two answers call the same tool "
                                       "with the same inputs (at most 5 rounds)")
-            offered = (f"the {services.shortlist_k} likeliest for each message, of: " if services.shortlist_k else "")
+            offered = (f"the likeliest for each message (at most {services.shortlist_k}), of: "
+                       if services.shortlist_k else "")
             names = ", ".join(t.name for t in services.registry.available())
             gr.Markdown(f"**Tools offered:** {offered}{names}")
 

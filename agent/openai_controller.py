@@ -11,6 +11,7 @@ import openai
 
 from .controller import Capability, ControllerError, stream_until_stop, truncate_at
 from .grammar import Grammar
+from .prompts import Prompt
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -54,11 +55,17 @@ class OpenAIController:
     def _chat(self, prompt: str, stop: Sequence[str], grammar: Grammar | None = None, **kwargs):
         """One chat request; a grammar goes in vLLM's `structured_outputs` field (vLLM >= 0.12) until the server
         refuses one, after which this controller asks unconstrained (said once in the log and in `capabilities`)."""
+        messages = [{"role": "user", "content": prompt}]
+        reply = {}
+        if isinstance(prompt, Prompt) and prompt.reply:  # the reply so far, continued (vLLM's chat parameters)
+            messages = [{"role": "user", "content": prompt.head}, {"role": "assistant", "content": prompt.reply}]
+            reply = {"continue_final_message": True, "add_generation_prompt": False}
+
         def send(constrained: bool):
-            extra = {"structured_outputs": {"grammar": grammar.whole}} if constrained else None
+            extra = {**reply, **({"structured_outputs": {"grammar": grammar.whole}} if constrained else {})}
             return self.client.chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": prompt}],
-                stop=list(stop)[:4] or None, extra_body=extra, **kwargs)  # the API takes at most 4 stop strings
+                model=self.model, messages=messages, stop=list(stop)[:4] or None, extra_body=extra or None,
+                **kwargs)  # the API takes at most 4 stop strings
 
         if grammar is None or Capability.GRAMMAR not in self.capabilities:
             return send(False)

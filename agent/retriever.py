@@ -1,9 +1,10 @@
 """The shortlist's retrievers: a trained classifier over sentence embeddings, and BM25 with no weights.
 
-The classifier (all-MiniLM-L6-v2 embeddings -> logistic regression, gold tool -> label) is trained on instruction
-records by `python -m training retriever` and shipped beside the adapter; it is a trained artefact, keyed by the
-tool names it learnt. Measured on the hand-written cases over all 36 tools: recall@5 100 % (BM25 over the tools'
-names, descriptions and phrasings: 97.6 %; the embeddings zero-shot: 92.9 %); see docs/controller-prompting.md.
+The classifier (all-MiniLM-L6-v2 embeddings -> one logistic regression per tool, the tools a request calls ->
+its labels) is trained on instruction records by `python -m training retriever` and shipped beside the adapter; it
+is a trained artefact, keyed by the tool names it learnt. Its scores are probabilities (each tool's sigmoid; a
+softmax for the single-label files written before), so the shortlist can offer the tools above a threshold; BM25's
+are not. Measured on the hand-written cases: see docs/controller-prompting.md and `python bench/shortlist.py`.
 """
 from __future__ import annotations
 
@@ -42,18 +43,25 @@ def embed(texts: Sequence[str], model_id: str = ENCODER_ID) -> np.ndarray:
 
 
 class ClassifierRetriever:
-    """Softmax of a linear classifier over the request's embedding: P(tool | request)."""
+    """A linear classifier over the request's embedding. `multilabel`: one logistic regression per tool, each
+    tool's sigmoid P(tool needed | request), independent of the others (several may be near 1, or none); else
+    (the files written before) a softmax over the tools, P(tool | request), summing to 1."""
+
+    probabilities = True  # its scores are probabilities: the shortlist's threshold applies to them
 
     def __init__(self, classes: Sequence[str], coef: np.ndarray, intercept: np.ndarray, encoder_id: str = ENCODER_ID,
-                 path: Path | None = None):
+                 path: Path | None = None, multilabel: bool = False):
         self.classes, self.coef, self.intercept = list(classes), coef, intercept
-        self.encoder_id, self.path = encoder_id, path
+        self.encoder_id, self.path, self.multilabel = encoder_id, path, multilabel
         self.name = f"classifier ({path})" if path else "classifier"
 
     def scores(self, texts: Sequence[str]) -> list[dict[str, float]]:
         logits = embed(texts, self.encoder_id) @ self.coef.T + self.intercept
-        probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-        probs /= probs.sum(axis=1, keepdims=True)
+        if self.multilabel:
+            probs = 0.5 * (1 + np.tanh(logits / 2))  # the sigmoid, without overflow
+        else:
+            probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+            probs /= probs.sum(axis=1, keepdims=True)
         return [dict(zip(self.classes, row.tolist())) for row in probs]
 
     def save(self, folder: Path, meta: dict) -> Path:
@@ -62,8 +70,8 @@ class ClassifierRetriever:
         save_file({"coef": np.ascontiguousarray(self.coef, np.float32),  # scikit-learn's coef_ is Fortran-ordered
                    "intercept": np.ascontiguousarray(self.intercept, np.float32)},
                   str(folder / WEIGHTS))
-        (folder / CONFIG).write_text(json.dumps({"encoder": self.encoder_id, "classes": self.classes, **meta},
-                                                indent=1))
+        (folder / CONFIG).write_text(json.dumps({"encoder": self.encoder_id, "classes": self.classes,
+                                                 "multilabel": self.multilabel, **meta}, indent=1))
         return folder
 
     @classmethod
@@ -80,13 +88,15 @@ class ClassifierRetriever:
         if unknown:
             raise RetrieverError(f"the shortlist classifier in {folder} was trained for another tool set: it does not "
                                  f"know {', '.join(unknown)}; retrain it with `python -m training retriever`")
-        return cls(config["classes"], weights["coef"], weights["intercept"], config.get("encoder", ENCODER_ID), folder)
+        return cls(config["classes"], weights["coef"], weights["intercept"], config.get("encoder", ENCODER_ID), folder,
+                   bool(config.get("multilabel", False)))
 
 
 class BM25Retriever:
     """BM25 (bm25s) over each tool's name and description: no weights, the fallback where no classifier fits."""
 
     name = "BM25 over tool descriptions"
+    probabilities = False  # unbounded relevance scores: the shortlist offers its top k, no threshold
 
     def __init__(self, tools: Sequence):
         import bm25s

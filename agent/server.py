@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from .controller import Capability, Controller, ControllerError
 from .grammar import Grammar
+from .prompts import Prompt
 
 
 class ChatRequest(BaseModel):
@@ -25,6 +26,7 @@ class ChatRequest(BaseModel):
     stop: str | list[str] | None = None
     stream: bool = False
     structured_outputs: dict | None = None  # vLLM's field; this server takes {"grammar": GBNF}
+    continue_final_message: bool = False  # vLLM's: the last (assistant) message is a reply to continue
 
 
 class CompletionRequest(BaseModel):
@@ -95,8 +97,11 @@ def create_app(controller: Controller, model_name: str,
     @app.post("/v1/chat/completions")
     def chat(req: ChatRequest):
         controller = pick(req.model)
-        # The agent sends one user message holding the whole prompt; several are joined in order.
-        prompt = "\n\n".join(str(m.get("content", "")) for m in req.messages)
+        # The agent sends one user message holding the whole prompt (several are joined in order), and for the
+        # compact template the reply so far as an assistant message to continue.
+        texts = [str(m.get("content", "")) for m in req.messages]
+        reply = texts.pop() if req.continue_final_message and len(texts) > 1 else ""
+        prompt = Prompt("\n\n".join(texts), reply)
         params = dict(stop=_stops(req.stop), max_new_tokens=req.max_tokens or 256, temperature=req.temperature)
         if req.structured_outputs is not None:
             if set(req.structured_outputs) != {"grammar"} or not isinstance(req.structured_outputs["grammar"], str):

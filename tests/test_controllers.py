@@ -12,7 +12,7 @@ from agent.events import ErrorEvent
 from agent.hf_controller import TransformersController
 from agent.loop import Agent
 from agent.openai_controller import OpenAIController
-from agent.prompts import STOP, image_turn, render_prompt
+from agent.prompts import STOP, ScratchStep, image_turn, render_prompt, render_step
 from agent.server import create_app
 from agent.session import ChatSession
 from conftest import free_port
@@ -115,6 +115,18 @@ def test_openai_backend_against_a_real_server(server, controller):
     assert remote.generate(PROMPT, stop=STOP, max_new_tokens=16) == local
     assert "".join(remote.stream(PROMPT, stop=STOP, max_new_tokens=16)) == local[0]
     assert len(remote.generate(PROMPT, max_new_tokens=4, temperature=1.0, n=2)) == 2
+
+
+def test_a_compact_reply_so_far_is_continued_over_http(server, controller):
+    """The compact template's scratchpad travels as an assistant message to continue, not inside the user's."""
+    tools = ToolRegistry.from_load("Image2Canny_cpu").all()
+    step = ScratchStep(render_step("Do I need to use a tool? Yes", tools[0].name, "image/1a2b3c4d.png"),
+                       "image/0f0f0f0f_edge_1a2b3c4d_1a2b3c4d.png")
+    prompt = render_prompt(tools, [image_turn("image/1a2b3c4d.png", None)], "edges", [step], "compact")
+    remote = OpenAIController(server, model="tiny")
+    assert remote.generate(prompt, stop=STOP, max_new_tokens=12) == controller.generate(prompt, stop=STOP,
+                                                                                          max_new_tokens=12)
+    assert controller.format_prompt(prompt).endswith("<|im_start|>assistant\n" + prompt.reply)
 
 
 def test_openai_backend_logprobs(server, controller):

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import llguidance
+import numpy as np
 import pytest
 from conftest import python_output
 
@@ -19,7 +20,7 @@ from agent.parsing import Final, parse_step
 from agent.prompts import STOP, Turn, image_turn, render_prompt
 from agent.retriever import BM25Retriever, ClassifierRetriever
 from agent.shortlist import SHIPPED_RETRIEVER, Shortlist, load_shortlist
-from training.data.generate import build_dataset
+from training.data.generate import build_dataset, reoffer
 from training.data.mix import category
 from training.data.records import load_jsonl
 from training.data.render import conversation
@@ -102,25 +103,95 @@ def shortlist():
     return Shortlist(ClassifierRetriever.load(SHIPPED_RETRIEVER, list(REGISTRY.tools)))
 
 
-def test_the_shortlist_offers_the_tools_a_request_needs(shortlist):
+def test_the_shortlist_offers_the_tools_a_request_needs_most_likely_first(shortlist):
     names = list(REGISTRY.tools)
-    assert "Edge Detection On Image" in shortlist.names("can you outline the cat? only the outlines", names)
-    both = shortlist.names("make it bigger first and then find the faces", names)
-    assert {"Super Resolution On Image", "Face Detection On Image"} <= set(both) and len(both) == 5
-    assert both == [n for n in names if n in both]  # in the registry's order, as training renders them
+    assert shortlist.retriever.multilabel  # the shipped classifier: one sigmoid per tool
+    assert shortlist.offer("can you outline the cat? only the outlines", names)[0] == "Edge Detection On Image"
+    both = shortlist.offer("make it bigger first and then find the faces", names)
+    assert {"Super Resolution On Image", "Face Detection On Image"} <= set(both) and len(both) <= shortlist.k
+    assert both == shortlist.rank("make it bigger first and then find the faces", names)[:len(both)]  # ranked
+    assert shortlist.offer("what is 12 times 7?", names) == ["Calculator"]  # one tool is likely: one is offered
 
 
 def test_a_follow_up_keeps_the_previous_request_in_view(shortlist):
     history = [image_turn("image/1a2b3c4d.png", None), Turn("read the text on this sign", "It says STOP.")]
-    assert "Text Detection On Image" in shortlist.names("and again on the other one", list(REGISTRY.tools),
-                                                        history, k=3)
+    assert "Text Detection On Image" in shortlist.offer("and again on the other one", list(REGISTRY.tools), history)
+    assert len(shortlist.offer("and again on the other one", list(REGISTRY.tools), history, k=3)) == 3
 
 
-def test_a_greeting_still_gets_k_tools_and_k_larger_than_the_tools_offers_them_all(shortlist):
+def test_a_greeting_gets_one_tool_and_no_threshold_offers_k(shortlist):
     tools = REGISTRY.available()
-    assert len(shortlist.pick("hi there!", [], tools)) == 5
-    assert Shortlist(shortlist.retriever, k=99).pick("hi there!", [], tools) == tools
+    assert len(shortlist.pick("hi there!", [], tools)) == 1  # none is likely: the likeliest alone, never none
+    every = Shortlist(shortlist.retriever, k=99, threshold=0.0).pick("hi there!", [], tools)
+    assert [t.name for t in every] == shortlist.rank("hi there!", [t.name for t in tools])  # all, ranked
     assert load_shortlist(0, SHIPPED_RETRIEVER, tools) == (None, "")  # --shortlist 0: every tool, as today
+
+
+class Fixed:
+    """A retriever with set probabilities, whatever the text."""
+
+    name, probabilities = "fixed", True
+
+    def __init__(self, scores: dict[str, float]):
+        self.fixed = scores
+
+    def scores(self, texts):
+        return [self.fixed for _ in texts]
+
+
+def test_offer_is_ranked_above_the_threshold_at_least_one_at_most_k_and_must_included():
+    names = list("abcdefg")
+    retriever = Fixed(dict(zip(names, [0.1, 0.9, 0.5, 0.01, 0.3, 0.2, 0.06])))
+    assert Shortlist(retriever, k=5, threshold=0.25).offer("x", names) == ["b", "c", "e"]
+    assert Shortlist(retriever, k=5, threshold=0.05).offer("x", names) == ["b", "c", "e", "f", "a"]  # at most k
+    assert Shortlist(retriever, k=5, threshold=0.95).offer("x", names) == ["b"]  # at least one
+    assert Shortlist(retriever, k=5, threshold=0.25).offer("x", names, must=["d"]) == ["b", "c", "e", "d"]
+    assert Shortlist(retriever, k=5, threshold=0.05).offer("x", names, must=["d", "z"]) == ["b", "c", "e", "f", "d"]
+    assert Shortlist(retriever, k=5, threshold=0.95).offer("x", names, must=["d"]) == ["b", "d"]
+    assert Shortlist(retriever, k=5, threshold=0.95).offer("x", names, must=["d"], k=3) == ["b", "c", "d"]
+    assert Shortlist(retriever, k=5, threshold=0.95).offer("x", names[:2], k=3) == ["b", "a"]  # fewer names
+    retriever.probabilities = False  # BM25's scores: no threshold, the top k
+    assert Shortlist(retriever, k=3, threshold=0.95).offer("x", names) == ["b", "c", "e"]
+    tools = [REGISTRY.tools[n] for n in ("Crop Image", "Calculator", "Calendar")]
+    ranked = Shortlist(Fixed({"Crop Image": 0.2, "Calculator": 0.9, "Calendar": 0.01})).pick("x", [], tools)
+    assert [t.name for t in ranked] == ["Calculator", "Crop Image"]
+
+
+def test_a_multilabel_classifier_offers_both_tools_of_a_chain_and_an_old_softmax_file_still_loads(tmp_path):
+    from training.data.records import GoldStep, Record, Source
+    from training.tuning.retriever import train_retriever
+    small = ToolRegistry.from_load("Image2Canny_cpu,Image2Line_cpu,SuperResolution_cpu,FaceDetection_cpu,"
+                                   "Calculator_cpu")
+
+    def record(text: str, *tools: str) -> Record:
+        return Record(id=text, tools=list(small.tools), instruction=text, source=Source(teacher="test"),
+                      steps=[GoldStep(tool=t, args=["image/a.png"]) for t in tools],
+                      kind="positive" if tools else "negative")
+
+    records = [record("detect the edges of this photo", "Edge Detection On Image"),
+               record("make this picture bigger", "Super Resolution On Image"),
+               record("find the faces in the picture", "Face Detection On Image"),
+               record("upscale the photo, then find the faces in it", "Super Resolution On Image",
+                      "Face Detection On Image"),
+               record("thanks, that's great")]  # no tool: a row with no label
+    retriever = train_retriever(records, small, tmp_path / "multi")
+    config = json.loads((tmp_path / "multi" / "retriever.json").read_text())
+    assert config["multilabel"] and config["no_tool_examples"] == 1 and retriever.coef.shape == (5, 384)
+    loaded = ClassifierRetriever.load(tmp_path / "multi", list(small.tools))
+    assert loaded.multilabel and np.allclose(loaded.coef, retriever.coef)
+    offered = Shortlist(loaded).offer("enlarge the image and after that detect the faces", list(small.tools))
+    assert sorted(offered) == ["Face Detection On Image", "Super Resolution On Image"]
+    probabilities = loaded.scores(["enlarge the image and after that detect the faces"])[0]
+    assert sum(probabilities.values()) > 1.2  # independent sigmoids: both tools likely at once
+
+    old = ClassifierRetriever(list(small.tools), np.random.default_rng(0).normal(size=(5, 384)), np.zeros(5))
+    old.save(tmp_path / "old", {})
+    config = json.loads((tmp_path / "old" / "retriever.json").read_text())
+    del config["multilabel"]  # files written before the multi-label classifier have no such key
+    (tmp_path / "old" / "retriever.json").write_text(json.dumps(config))
+    softmax = ClassifierRetriever.load(tmp_path / "old", list(small.tools))
+    assert not softmax.multilabel and sum(softmax.scores(["detect the edges"])[0].values()) == pytest.approx(1.0)
+    assert len(Shortlist(softmax).offer("detect the edges", list(small.tools))) >= 1
 
 
 def test_training_data_offers_what_the_chat_would_and_a_mix_takes_each_category(shortlist, tmp_path):
@@ -134,9 +205,14 @@ def test_training_data_offers_what_the_chat_would_and_a_mix_takes_each_category(
     assert chains and all(set(r.used_tools()) <= set(r.tools) and 2 <= len(r.tools) <= 5 for r in records)
     for r in records[:40]:  # the list the chat would offer these words, over the tools here or over all 36
         pools = ([t.name for t in REGISTRY.available()], list(REGISTRY.tools))
-        assert r.tools in [shortlist.names(r.instruction, pool, conversation(r), must=r.used_tools(),
+        assert r.tools in [shortlist.offer(r.instruction, pool, conversation(r), must=r.used_tools(),
                                            k=len(r.tools)) for pool in pools]
     assert {n for r in records for n in r.tools} - set(offline.tools)  # others than the asked ones are offered
+    for r in reoffer(records[:20], REGISTRY, shortlist, 0):  # --offer 0: sized as the chat's, the gold among them
+        gold = r.used_tools()
+        assert set(gold) <= set(r.tools) and r.tools in [
+            shortlist.offer(r.instruction, pool + [n for n in gold if n not in pool], conversation(r), must=gold)
+            for pool in ([t.name for t in REGISTRY.available()], list(REGISTRY.tools))]
     mixed = tmp_path / "mix.jsonl"
     done = subprocess.run([sys.executable, "-m", "training", "mix", "--data", str(out), "--out", str(mixed),
                            "--take", "two-step, continued=3", "--take", "no tool=2", "--take", "Calendar=1"],
@@ -157,7 +233,8 @@ def test_a_classifier_for_another_tool_set_or_none_is_refused_with_its_path(tmp_
     assert isinstance(chosen.retriever, BM25Retriever) and str(other) in note and "Crop Image" in note
     chosen, note = load_shortlist(5, tmp_path / "missing", REGISTRY.all())
     assert isinstance(chosen.retriever, BM25Retriever) and str(tmp_path / "missing") in note
-    assert "Edge Detection On Image" in chosen.names("detect the edges", list(REGISTRY.tools))
+    assert "Edge Detection On Image" in chosen.offer("detect the edges", list(REGISTRY.tools))
+    assert len(chosen.offer("detect the edges", list(REGISTRY.tools))) == chosen.k  # BM25: no threshold, top k
 
 
 def test_an_image_deleted_mid_turn_leaves_the_next_steps_grammar(box_image):

@@ -80,7 +80,7 @@ def test_train_then_evaluate_the_adapter(app, tiny_llama, tmp_path):
     assert "| overall | 1 |" in table and "tiny-ui/adapter" in table
     assert (Path(adapter) / "retriever" / "retriever.json").is_file()  # the run's shortlist classifier, beside it
     table, *_ = client.predict(str(cases), None, str(tiny_llama), adapter, "", 0, False, False, 3,
-                               api_name="/evaluate")  # unconstrained, 3 tools shortlisted by the run's classifier
+                               api_name="/evaluate")  # unconstrained, up to 3 tools offered by the run's classifier
     assert "| overall | 1 |" in table
     assert predictions["data"][0][0] == "c" and len(files) == 3
     with pytest.raises(Exception, match="no such file"):

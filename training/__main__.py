@@ -217,6 +217,18 @@ def cmd_mix(args: argparse.Namespace) -> None:
     print(f"{len(records)} records written to {args.out}")
 
 
+def cmd_reoffer(args: argparse.Namespace) -> None:
+    from .data.generate import reoffer
+    from .data.records import save_jsonl
+    registry = _registry(None)
+    records = [r for path in args.data for r in _load(path)]
+    records = reoffer(records, registry, _shortlist(5, args.retriever, registry), args.offer, args.seed)
+    save_jsonl(records, Path(args.out))
+    sizes = [len(r.tools) for r in records]
+    print(f"{len(records)} records written to {args.out}; offered {sum(sizes) / max(len(sizes), 1):.2f} tools a "
+          f"record ({min(sizes, default=0)}-{max(sizes, default=0)})")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> None:
     from agent.controller import ControllerError
     from agent.factory import ControllerSpec, load_controller
@@ -282,8 +294,9 @@ def main(argv: list[str] | None = None) -> None:
     gen.add_argument("--per-call", type=int, default=20, help="instructions asked per teacher call")
     gen.add_argument("--offer", type=_offer, default=0,
                      help="tools offered per prompt: N, or LOW-HIGH drawn for each record (0: all)")
-    _shortlist_flags(gen, default=0, what="offered lists: the gold tools plus the retriever's first others, "
-                                          "k from --offer where it gives a range")
+    _shortlist_flags(gen, default=0, what="offered lists, ranked: the gold tools plus the retriever's likeliest "
+                                          "others (as the chat: those above its threshold, at most K; exactly N "
+                                          "where --offer gives N or a range)")
     gen.add_argument("--rpm", type=float, default=0.0, help="HTTP teacher: at most this many requests a minute")
     gen.add_argument("--timeout", type=float, default=120.0, help="HTTP teacher: seconds per request")
     gen.add_argument("--retries", type=int, default=3, help="HTTP teacher: retries on 429/5xx/time-out")
@@ -388,8 +401,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="tools in the prompt: each case's own list (all tools where it has none), the tools "
                          "available here (what the app offers), or every tool (what a machine with every checkpoint "
                          "offers)")
-    _shortlist_flags(ev, default=0, what="each case offers the retriever's top K of its --offer tools (gold tools "
-                                         "are not forced in: misses count)")
+    _shortlist_flags(ev, default=0, what="each case offers the retriever's likeliest of its --offer tools as the "
+                                         "chat does, ranked, at most K (gold tools are not forced in: misses count)")
     ev.add_argument("--no-grammar", action="store_true", help="decode without the grammar of the offered tools")
     ev.add_argument("--max-steps", type=int, default=5)
     ev.add_argument("--strict-images", action="store_true",
@@ -413,6 +426,15 @@ def main(argv: list[str] | None = None) -> None:
     mx.add_argument("--out", required=True)
     mx.add_argument("--seed", type=int, default=0)
     mx.set_defaults(func=cmd_mix)
+
+    ro = sub.add_parser("reoffer", help="draw every record's offered tools again, as the chat's shortlist offers "
+                                        "them (ranked, sized by confidence; the gold tools among them)")
+    ro.add_argument("--data", nargs="+", required=True, help="records JSONL files (concatenated)")
+    ro.add_argument("--out", required=True)
+    ro.add_argument("--retriever", default=None, help="the shortlist classifier's folder (default: the shipped one)")
+    ro.add_argument("--offer", type=_offer, default=0, help="0: as the chat (by confidence); N or LOW-HIGH: that many")
+    ro.add_argument("--seed", type=int, default=0)
+    ro.set_defaults(func=cmd_reoffer)
 
     toolformer_cli.add_parser(sub)
     toolace_cli.add_parsers(sub)

@@ -154,8 +154,8 @@ def generate(images: Path, teacher: Teacher, registry: ToolRegistry, raw_out: Pa
     Resumable: jobs (image x round) already in `raw_out` are skipped; failed jobs run again next time.
     `offer` > 0 offers that many tools per prompt (the gold ones plus random others, shuffled), `(low, high)` a
     number drawn between them for each record, 0 all of them in the registry's order. With a `shortlist`, the
-    others are the retriever's first picks for the instruction, in the registry's order, as the chat offers them
-    (k from `offer` where it is set, else the shortlist's own).
+    others are the retriever's first picks for the instruction, ranked most likely first as the chat offers them
+    (exactly k of them where `offer` sets k, else as many as the chat would: those above its threshold).
     """
     report = GenerationReport()
     paths = list_images(Path(images), report)
@@ -210,7 +210,7 @@ def _offered(gold: str, instruction: str, names: list[str], k: int, shortlist: S
              rng: random.Random) -> list[str]:
     """The tools a record's prompt lists (see `generate`)."""
     if shortlist is not None:
-        return shortlist.names(instruction, names, must=[gold], k=k or shortlist.k)
+        return shortlist.offer(instruction, names, must=[gold], k=k or None)
     if not k:
         return names
     others = [name for name in names if name != gold]
@@ -222,9 +222,10 @@ def _offered(gold: str, instruction: str, names: list[str], k: int, shortlist: S
 def reoffer(records: list[Record], registry: ToolRegistry, shortlist: Shortlist, offer: int | tuple[int, int],
             seed: int = 0) -> list[Record]:
     """Every record's offered list drawn again as the chat draws it, after augmentation (a chain must offer both
-    of its tools, a "thanks" gets the list its own words retrieve): the shortlist's top k for the instruction and
-    the conversation, over the `registry`'s tools available here or over all of them (one of the two per record,
-    as the app on this machine and one with every checkpoint offer them), the record's gold tools among them."""
+    of its tools, a "thanks" gets the list its own words retrieve): the shortlist's ranked list for the instruction
+    and the conversation (sized by its threshold as the chat's, or exactly k drawn from `offer` where it is set),
+    over the `registry`'s tools available here or over all of them (one of the two per record, as the app on this
+    machine and one with every checkpoint offer them), the record's gold tools among them."""
     rng = random.Random(seed)
     low, high = offer if isinstance(offer, tuple) else (offer, offer)
     every, available = [t.name for t in registry.all()], [t.name for t in registry.available()]
@@ -233,8 +234,8 @@ def reoffer(records: list[Record], registry: ToolRegistry, shortlist: Shortlist,
         gold = record.used_tools()
         pool = rng.choice([every, available])
         pool = pool + [name for name in gold if name not in pool]
-        k = rng.randint(low, high) if high else shortlist.k
-        offered = shortlist.names(record.instruction, pool, conversation(record), must=gold, k=max(k, len(gold)))
+        k = max(rng.randint(low, high), len(gold)) if high else None
+        offered = shortlist.offer(record.instruction, pool, conversation(record), must=gold, k=k)
         out.append(record.model_copy(update={"tools": offered}))
     return out
 

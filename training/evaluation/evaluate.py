@@ -147,8 +147,9 @@ def gold_text(record: Record) -> str:
 
 
 def shortlisted(records: list[Record], shortlist: Shortlist) -> list[Record]:
-    """Each case offering the shortlist's top k of its tools for its words, as the chat would (gold not forced)."""
-    return [r.model_copy(update={"tools": shortlist.names(r.instruction, r.tools, conversation(r))}) for r in records]
+    """Each case offering the shortlist's list of its tools for its words, ranked and sized as the chat's (gold not
+    forced)."""
+    return [r.model_copy(update={"tools": shortlist.offer(r.instruction, r.tools, conversation(r))}) for r in records]
 
 
 def predict(controller: Controller, record: Record, tools: Mapping[str, Any], *, max_steps: int = 5,
