@@ -107,6 +107,28 @@ def test_train_through_the_cli_then_chat_with_the_adapter(tiny_llama, data, tmp_
     assert isinstance(controller.generate("hello", max_new_tokens=4)[0], str)
 
 
+def test_stats_count_what_training_reads_for_each_template(tiny_llama, data):
+    """`training stats`: one sequence a record with compact, one example a step with gpt4tools, and the tokens."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama)
+    seen = {}
+    for template, sequences in (("compact", 8), ("gpt4tools", 12)):
+        done = _cli("stats", "--data", str(data), "--base", str(tiny_llama), "--prompt", template, "--json",
+                    "--tokens-per-second", "100", "--epochs", "2")
+        assert done.returncode == 0, done.stderr[-2000:]
+        stats = json.loads(done.stdout)
+        rows, _ = build_examples(records(), tokenizer, "chat", 2048, ToolRegistry.from_load(), template)
+        assert (stats["records"], stats["sequences"], stats["prompt"]) == (8, sequences, template)
+        assert stats["tokens"] == sum(len(r["input_ids"]) for r in rows)
+        assert stats["trained_tokens"] == sum(label != -100 for r in rows for label in r["labels"])
+        assert stats["seconds"] == round(2 * stats["tokens"] / 100)
+        seen[template] = stats
+    assert seen["compact"]["trained_tokens"] == seen["gpt4tools"]["trained_tokens"]
+    assert seen["compact"]["tokens"] < seen["gpt4tools"]["tokens"] / 2
+    table = _cli("stats", "--data", str(data), "--base", str(tiny_llama)).stdout
+    assert "| training sequences | 12 |" in table  # a hub id or folder trains in gpt4tools by default
+    assert "no such data file" in _cli("stats", "--data", "missing.jsonl").stderr
+
+
 def test_training_killed_midway_resumes_to_the_same_step_count(tiny_llama, data, tmp_path):
     run = tmp_path / "run"
     args = ["train", "--data", str(data), "--base", str(tiny_llama), "--out", str(run), "--max-steps", "40",

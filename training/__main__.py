@@ -384,8 +384,8 @@ def main(argv: list[str] | None = None) -> None:
     st.add_argument("--cutoff", type=int, default=2048)
     st.add_argument("--chat-format", default="auto", choices=["auto", "chat", "vicuna", "raw"])
     st.add_argument("--tokens-per-second", type=float, default=TOKENS_PER_SECOND,
-                    help=f"training throughput for the estimate ({TOKENS_PER_SECOND:g}: the embedded model on a "
-                         "2-core CPU)")
+                    help=f"training throughput for the estimate (default {TOKENS_PER_SECOND:g}: the embedded model "
+                         "on a 2-core CPU)")
     st.add_argument("--json", action="store_true")
     st.set_defaults(func=cmd_stats)
 
