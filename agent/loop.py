@@ -12,7 +12,7 @@ from .controller import Controller, ControllerError, PromptTooLong
 from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, OfferEvent, ThoughtEvent,
                      ToolCallEvent)
 from .grammar import Grammar, build_grammar
-from .parsing import Final, ParseError, parse_step
+from .parsing import Final, ParseError, parse_step, trim_repetition
 from .prompts import DEFAULT_TEMPLATE, STOP, ScratchStep, Turn, render_prompt, render_step
 from .shortlist import Shortlist
 
@@ -75,8 +75,9 @@ class Agent:
             parsed = parse_step(text)
             if isinstance(parsed, Final):
                 yield ThoughtEvent(step, parsed.thought)
-                names = [n for n in dict.fromkeys(IMAGE_NAME.findall(parsed.answer)) if _exists(store, n)]
-                yield AnswerEvent(parsed.answer, names)
+                answer = trim_repetition(parsed.answer)  # a looping reply keeps its first copy only
+                names = [n for n in dict.fromkeys(IMAGE_NAME.findall(answer)) if _exists(store, n)]
+                yield AnswerEvent(answer, names)
                 return
             if isinstance(parsed, ParseError):
                 yield ObservationEvent(step, None, parsed.message, error=True)

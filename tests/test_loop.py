@@ -76,6 +76,24 @@ def test_max_steps_stops_the_turn(box_image):
     assert "iteration limit" in events[-1].message and "iteration limit" in session.history[-1].ai
 
 
+class Reader(Tool):
+    name, description, output = "Read Text", "reads the text in an image", "text"
+    purpose = "reads the text in an image"
+    inputs = (Input("image_path", "image_path"),)
+
+    def forward(self, image_path):
+        return "Found 3 text line(s): OPEN 24 HOURS; Main St. Pharmacy; EXIT"
+
+
+def test_a_looping_final_answer_is_trimmed_in_the_chat_and_in_the_history(box_image):
+    echo = "The text in the image reads: OPEN 24 HOURS; Main St. Pharmacy; EXIT"
+    looping = "Thought: Do I need to use a tool? No\nAI: " + f"{echo} " * 3 + "The text in"
+    events, controller, session, _ = run([lambda p: CALL.format(tool="Read Text", arg=last_image(p)), looping],
+                                         box_image, tools=[Reader()])
+    assert isinstance(events[-1], AnswerEvent) and events[-1].text == echo
+    assert session.history[-1].ai == echo  # the next turn's prompt does not carry the loop on
+
+
 class Unreachable(ScriptedController):
     def stream(self, prompt, **kwargs):
         raise ControllerError("cannot reach the controller at http://127.0.0.1:9")

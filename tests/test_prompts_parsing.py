@@ -1,6 +1,6 @@
 import pytest
 
-from agent.parsing import Final, ParseError, Step, parse_step
+from agent.parsing import Final, ParseError, Step, parse_step, trim_repetition
 from agent.prompts import (STOP, ScratchStep, Turn, image_turn, render_prompt, render_step)
 from visual_tools import ToolRegistry
 
@@ -52,6 +52,44 @@ def test_parse_errors_explain_the_format(text):
     result = parse_step(text)
     assert isinstance(result, ParseError)
     assert "Action Input" in result.message and "AI:" in result.message
+
+
+OCR = "OPEN 24 HOURS; Main St. Pharmacy; EXIT"
+
+
+@pytest.mark.parametrize("looping, kept", [
+    # the OCR result echoed three times, no full stop between the copies (the reply of issue 32)
+    (f"The text in the image reads: {OCR} " * 3, f"The text in the image reads: {OCR}"),
+    # one sentence over and over, cut off by the token limit
+    ("The image shows a cat sitting on a red sofa. " * 5 + "The image shows a c",
+     "The image shows a cat sitting on a red sofa."),
+    # a sentence that comes back after another one
+    ("The sign says STOP. It is a traffic sign at a crossing. The sign says STOP. It is a traffic",
+     "The sign says STOP. It is a traffic sign at a crossing."),
+    # a run-on phrase without punctuation
+    ("I found the edges of the cat and saved them as image/1a2b3c4d_edge_0a0b0c0d_0a0b0c0d.png and "
+     "I found the edges of the cat and saved them as image/1a2b3c4d_edge_0a0b0c0d_0a0b0c0d.png and I found the",
+     "I found the edges of the cat and saved them as image/1a2b3c4d_edge_0a0b0c0d_0a0b0c0d.png and"),
+    # the same sentence on its own line, in another case
+    ("Found 2 text lines: SALE and 50% OFF\nfound 2 text lines: SALE and 50% off",
+     "Found 2 text lines: SALE and 50% OFF"),
+])
+def test_trim_repetition_keeps_the_first_copy_of_a_looping_answer(looping, kept):
+    assert trim_repetition(looping) == kept
+
+
+@pytest.mark.parametrize("answer", [
+    "It is a cat.",
+    "Yes. Yes. The cat is very, very, very fluffy.",  # short sentences and words may repeat
+    "The edges are in image/1a2b3c4d_edge_0a0b0c0d_0a0b0c0d.png and the depth is in "
+    "image/5e6f7a8b_depth_0a0b0c0d_0a0b0c0d.png.",
+    "The sign reads 'No parking on this side of the street', so you cannot park on this side of the street.",
+    "Found 4 text lines: EXIT; EXIT; EXIT; EXIT",
+    "Step 1: crop the image. Step 2: detect the edges. Step 3: save the result.",
+    "2 + 2 = 4. 4 + 4 = 8. 8 + 8 = 16.",
+])
+def test_trim_repetition_leaves_ordinary_answers_alone(answer):
+    assert trim_repetition(answer) == answer
 
 
 def test_stop_strings_are_gpt4tools():
