@@ -77,3 +77,24 @@ def test_review_with_the_keyboard(page):
     expect(link).to_be_visible(timeout=30000)
     exported = [json.loads(line) for line in httpx.get(link.get_attribute("href")).text.splitlines()]
     assert sorted((r["id"], r["status"]) for r in exported) == [("r0", "accepted"), ("r2", "accepted")]
+
+
+def test_a_decision_without_a_name_is_a_warning_alone(page):
+    from playwright.sync_api import expect
+    page, store = page
+    page.get_by_role("tab", name="Review").click()
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 0')")
+    image = page.locator("#review-image img")
+    expect(image).to_be_visible()
+    shown = image.get_attribute("src"), page.locator("#review-instruction textarea").input_value()
+    page.locator("#review-accept").click()  # no reviewer name typed
+    expect(page.locator(".toast-body").filter(has_text="enter your name as reviewer first")).to_be_visible()
+    expect(page.locator(".toast-title")).to_have_text(["Warning"])
+    expect(page.get_by_text("Error", exact=True)).to_have_count(0)  # no error badge over any panel
+    expect(image).to_be_visible()
+    assert (image.get_attribute("src"), page.locator("#review-instruction textarea").input_value()) == shown
+    assert store.get("r0").record.status == "pending"
+    page.get_by_label("Reviewer").fill("ann")  # the record on screen is still the one decided
+    page.locator("#review-accept").click()
+    page.wait_for_function("document.querySelector('#review-instruction textarea').value.includes('take 1')")
+    assert (store.get("r0").record.status, store.get("r0").record.reviewer) == ("accepted", "ann")

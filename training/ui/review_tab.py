@@ -81,7 +81,7 @@ def build_review_tab(store: ReviewStore, registry: ToolRegistry) -> ReviewTab:
         progress = gr.Markdown()
     with gr.Row():
         with gr.Column(scale=2):
-            image = gr.Image(label="Image", interactive=False, height=320)
+            image = gr.Image(label="Image", interactive=False, height=320, elem_id="review-image")
             meta = gr.Markdown()
             history = gr.Markdown()
         with gr.Column(scale=3):
@@ -136,10 +136,15 @@ def build_review_tab(store: ReviewStore, registry: ToolRegistry) -> ReviewTab:
     def advance(shown: tuple | None, *f) -> list:
         return view(store.next(filters(*f), after=shown[0] if shown else None))
 
+    def unchanged(message: str) -> list:
+        """A toast alone: the record, its image and the panels stay as they are (no error badges)."""
+        gr.Warning(message)
+        return [gr.skip()] * len(view_out)
+
     def decide(action: str, shown: tuple | None, who: str, text: str, trace_text: str, why: str,
                f: tuple, request: gr.Request | None) -> list:
         if not shown:
-            raise gr.Error("No record on screen.")
+            return unchanged("No record on screen.")
         record_id, version = shown
         edited = None
         if action == "edit":
@@ -147,19 +152,19 @@ def build_review_tab(store: ReviewStore, registry: ToolRegistry) -> ReviewTab:
             try:
                 steps_, answer = parse_trace(trace_text, registry.tools)
             except ValueError as exc:
-                raise gr.Error(f"The steps do not parse: {exc}") from None
+                return unchanged(f"The steps do not parse: {exc}")
             edited = item.record.model_copy(update={"instruction": text.strip(), "steps": steps_, "answer": answer,
                                                     "given_steps": min(item.record.given_steps, len(steps_))})
             problem = check(edited, registry) if text.strip() else "an empty instruction"
             if problem:
-                raise gr.Error(f"Not saved: {problem} (check the tool names and their inputs).")
+                return unchanged(f"Not saved: {problem} (check the tool names and their inputs).")
         try:
             store.decide(record_id, version, action, name_of(who, request), edited=edited, reason=why)
         except ReviewConflict as exc:
             gr.Warning(str(exc))
             return view(store.get(record_id))
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
+        except ValueError as exc:  # no reviewer name, no reason for a rejection
+            return unchanged(str(exc))
         return advance(shown, *f)
 
     def on_accept(shown, who, status_, tool_, kind_, teacher_, request: gr.Request):
@@ -175,7 +180,7 @@ def build_review_tab(store: ReviewStore, registry: ToolRegistry) -> ReviewTab:
         try:
             return view(store.undo(name_of(who, request)))
         except (ValueError, ReviewConflict) as exc:
-            raise gr.Error(str(exc)) from None
+            return unchanged(str(exc))
 
     def on_export(which: str):
         out = Path(tempfile.mkdtemp(prefix="toolsmith-export-")) / "reviewed.jsonl"
