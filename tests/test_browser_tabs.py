@@ -70,6 +70,25 @@ def test_tools_run_an_offline_tool(page):
     expect(page.locator("#tool-output img")).to_be_visible()
 
 
+def test_tools_status_is_on_screen_at_laptop_width(tmp_path):
+    """Every tool, most of them missing with a long reason: the Status column is inside a 1280 px window."""
+    from playwright.sync_api import expect
+    pool = ControllerPool(default=ControllerSpec.parse("scripted"))
+    pool.add(pool.default, ScriptedController([policy]))
+    app = build_app(ToolRegistry.from_load(), pool, review_store=ReviewStore(tmp_path / "review.sqlite"))
+    with launched(app) as url, chromium_page(tmp_path) as page:
+        page.set_viewport_size({"width": 1280, "height": 720})
+        page.goto(url)
+        page.get_by_role("tab", name="Tools").click()
+        header = page.get_by_role("columnheader", name="Status")
+        expect(header).to_be_visible()
+        reason = page.get_by_role("gridcell").filter(has_text="python -m visual_tools fetch").first
+        expect(reason).to_be_visible()
+        for box in (header.bounding_box(), reason.bounding_box()):
+            assert 0 <= box["x"] and box["x"] + box["width"] <= 1280
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= 1280  # no horizontal scrolling
+
+
 def test_data_generate_a_few_records(page):
     from playwright.sync_api import expect
     page.get_by_role("tab", name="Data").click()

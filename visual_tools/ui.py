@@ -10,7 +10,9 @@ from .invoke import ToolTimeout, invoke
 from .registry import ToolRegistry, memory_text
 from .zerogpu import on_gpu
 
-COLUMNS = ["Tool", "Class", "Inputs", "Output", "Backend", "Device", "GPU memory", "Status"]
+# Status (why a tool is missing, how to get it) next to the name, and widths that fit a 1280 px window, wrapped
+COLUMNS = ["Tool", "Status", "Inputs", "Output", "Device", "GPU memory", "Backend", "Class"]
+WIDTHS = ["14%", "31%", "10%", "9%", "6%", "7%", "13%", "10%"]
 
 
 def tool_rows(registry: ToolRegistry) -> list[list[str]]:
@@ -19,9 +21,9 @@ def tool_rows(registry: ToolRegistry) -> list[list[str]]:
         info = tool.schema()
         status = (("✅ loaded" if info["loaded"] else "✅ available") if info["available"]
                   else f"❌ {info['reason']}")
-        rows.append([info["name"], info["class"], ", ".join(i["name"] for i in info["inputs"]), info["output"],
-                     info["backend"] + (f" · {info['checkpoint']}" if info["checkpoint"] else ""), info["device"],
-                     memory_text(info), status])
+        rows.append([info["name"], status, ", ".join(i["name"] for i in info["inputs"]), info["output"],
+                     info["device"], memory_text(info),
+                     info["backend"] + (f" · {info['checkpoint']}" if info["checkpoint"] else ""), info["class"]])
     return rows
 
 
@@ -31,7 +33,8 @@ def build_tools_tab(registry: ToolRegistry, tool_timeout: float | None = None) -
     gr.Markdown(f"*GPU memory*: the weights in float16 on CUDA, from each checkpoint's parameter count, until a tool "
                 f"loads, then measured on its device; activations and the CUDA context come on top. Every tool "
                 f"here: ≈ {registry.gpu_estimate_mb() / 1000:.1f} GB.")
-    table = gr.Dataframe(tool_rows(registry), headers=COLUMNS, interactive=False, wrap=True)
+    table = gr.Dataframe(tool_rows(registry), headers=COLUMNS, interactive=False, wrap=True,
+                         column_widths=WIDTHS)
     refresh = gr.Button("Refresh", size="sm")
     gr.Markdown("### Try a tool\nInputs after the image are written as the model writes them "
                 "(comma-separated), e.g. a question, or `[x1, y1, x2, y2]` for *Crop Image*.")
