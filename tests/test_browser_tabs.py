@@ -126,16 +126,28 @@ def test_train_start_a_tiny_run_see_the_loss_plot_move_and_stop(page, tiny_llama
     expect(page.get_by_label("Adapter", exact=True)).to_have_value(re.compile(r"browser-run/adapter$"))
 
 
-def test_evaluate_shows_the_success_rate_table(page, tmp_path):
+def test_evaluate_lists_the_shipped_and_the_user_case_files_and_shows_the_success_rate_table(page, toolsmith_home):
     from playwright.sync_api import expect
-    cases = tmp_path / "cases.jsonl"
+    page.get_by_role("tab", name="Evaluate").click()
+    expect(page.locator("#eval-chart")).to_be_visible()
+    page.wait_for_timeout(1500)  # time to draw a chart, had it one to draw
+    assert not page.evaluate("document.body.innerHTML.includes('NaN')")  # the empty chart says nothing misleading
+    cases = toolsmith_home / "datasets" / "cases.jsonl"  # written after the page opened
+    cases.parent.mkdir(exist_ok=True)
     cases.write_text("".join(json.dumps({
         "id": f"c{i}", "image": "image/1a2b3c4d.png", "input": "edges please", "tools": ["Edge Detection On Image"],
         "gold": [{"tool": "Edge Detection On Image", "args": ["image/1a2b3c4d.png"]}]}) + "\n" for i in range(3)))
-    page.get_by_role("tab", name="Evaluate").click()
-    page.get_by_label("Cases (GPT4Tools JSON, records JSONL or a plain case JSONL)").fill(str(cases))
+    page.get_by_label("Cases (GPT4Tools JSON, records JSONL or a plain case JSONL)").click()
+    options = page.get_by_role("option")
+    expect(options.filter(has_text="cases.jsonl")).to_have_count(1)
+    shown = options.all_inner_texts()
+    assert [Path(o).relative_to(ASSETS.parent).as_posix() for o in shown[:2]] == [
+        "assets/eval/blind.jsonl", "assets/eval/handwritten.jsonl"]
+    options.filter(has_text="cases.jsonl").click()
     page.get_by_label("Controller ('embedded', a model id/folder or a URL)").fill("scripted")
     page.get_by_role("button", name="Evaluate", exact=True).click()
     table = page.locator("table").filter(has_text="overall")  # the summary (the predictions table has none)
     expect(table).to_be_visible(timeout=LONG)
     expect(table.locator("tr").filter(has_text="overall")).to_have_text(re.compile(r"overall\s*3(\s*100\.0){4}"))
+    expect(page.locator("svg text").filter(has_text="overall").first).to_be_visible()  # the chart's legend
+    assert not page.evaluate("document.body.innerHTML.includes('NaN')")

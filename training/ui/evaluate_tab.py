@@ -16,16 +16,23 @@ from visual_tools import ToolRegistry
 from visual_tools.zerogpu import on_gpu
 
 from ..evaluation.evaluate import METRICS, evaluate, load_cases, markdown, shortlisted, summary, write_report
-from .runs import datasets_choices
+from .runs import ROOT, datasets_choices
 
 PREDICTION_COLUMNS = ["id", "tools", "unseen", *METRICS]
+SHIPPED_CASES = ROOT / "assets" / "eval"
+
+
+def case_choices() -> list[str]:
+    """The case files shipped in assets/eval, then every dataset in the data folder."""
+    return [*map(str, sorted(SHIPPED_CASES.glob("*.jsonl"))),
+            *(c for c in datasets_choices() if not c.startswith("review:"))]
 
 
 def build_evaluate_tab(controllers: ControllerPool) -> None:
     """Build the Evaluate tab inside the current gr.Blocks (it wires itself: nothing to return)."""
     with gr.Row():
         with gr.Column(scale=2):
-            data = gr.Dropdown([c for c in datasets_choices() if not c.startswith("review:")], allow_custom_value=True,
+            data = gr.Dropdown(case_choices(), value=None, allow_custom_value=True,
                                label="Cases (GPT4Tools JSON, records JSONL or a plain case JSONL)")
             upload = gr.File(label="…or upload one", file_types=[".json", ".jsonl"])
             controller = gr.Textbox("embedded", label="Controller ('embedded', a model id/folder or a URL)")
@@ -40,8 +47,9 @@ def build_evaluate_tab(controllers: ControllerPool) -> None:
             run = gr.Button("Evaluate", variant="primary")
         with gr.Column(scale=3):
             table = gr.Markdown()
-            chart = gr.BarPlot(pd.DataFrame({"set": [], "metric": [], "value": []}), x="metric", y="value",
-                               color="set", title="Success rates (%)", y_lim=[0, 100], height=280)
+            # no value until a run: an empty frame's colour legend read "NaN"
+            chart = gr.BarPlot(None, x="metric", y="value", color="set", title="Success rates (%)",
+                               y_lim=[0, 100], height=280, elem_id="eval-chart")
             predictions = gr.Dataframe(headers=PREDICTION_COLUMNS, interactive=False, max_height=300)
             files = gr.File(label="summary.csv, summary.md, predictions.jsonl", file_count="multiple",
                             interactive=False)
@@ -79,6 +87,7 @@ def build_evaluate_tab(controllers: ControllerPool) -> None:
         table_rows = [[asdict(p)[c] for c in PREDICTION_COLUMNS] for p in results]
         return text, pd.DataFrame(chart_rows), table_rows, [str(p) for p in out.values()]
 
+    data.focus(lambda: gr.update(choices=case_choices()), None, data)  # datasets made since the page opened
     run.click(on_gpu(on_run, duration=600),
               [data, upload, controller, adapter, unseen, limit, strict, grammar, shortlist],
               [table, chart, predictions, files],
