@@ -34,6 +34,7 @@ _RULES = {  # the argument kinds a tool's inputs can have, as GBNF rules
 class InputLike(Protocol):
     name: str
     type: str
+    optional: bool
 
 
 class ToolSchema(Protocol):
@@ -82,6 +83,8 @@ def _arguments(tool: ToolSchema, has_images: bool) -> str | None:
             parts.append("image")
         elif spec.type in ("number", "box"):
             parts.append(spec.type)
+        elif spec.optional:
+            parts.append("rest")  # an optional (last) text input: the rest of the line, or nothing
         else:
             parts.append("line" if position == len(tool.inputs) - 1 else "field")
     return ' ", " '.join(parts) if parts else "rest"

@@ -68,6 +68,7 @@ class ScratchStep:
 
 class InputLike(Protocol):
     name: str
+    optional: bool
 
 
 class ToolLike(Protocol):
@@ -134,7 +135,8 @@ COMPACT_FORMAT = f"Reply Thought: {QUESTION} Yes/No. Yes: Action: <tool>, Action
 
 
 def compact_tool_line(tool: ToolLike) -> str:
-    return f"> {tool.name}({', '.join(i.name for i in tool.inputs)}): {tool.purpose}"
+    inputs = ', '.join(i.name + ('?' if i.optional else '') for i in tool.inputs)
+    return f"> {tool.name}({inputs}): {tool.purpose}"
 
 
 def _compact(tools: Sequence[ToolLike], history: Sequence[Turn], user_input: str,

@@ -39,7 +39,18 @@ def test_calendar_states_the_date_in_the_papers_words():
     tool = Calendar()
     tool.today = lambda: date(2026, 12, 2)
     assert tool(**tool.parse_input("")) == "Today is Wednesday, December 2, 2026."
-    assert tool.parse_input("whatever the model wrote") == {}
+    assert tool(**tool.parse_input("what day is it")) == "Today is Wednesday, December 2, 2026."  # words: today
+
+
+def test_calendar_gives_the_weekday_of_a_date_in_the_ways_people_write_it():
+    tool = Calendar()
+    tool.today = lambda: date(2026, 12, 2)
+    for written in ("2027-03-14", "March 14, 2027", "14 Mar 2027", "'2027-03-14'"):
+        assert tool(**tool.parse_input(written)) == "2027-03-14 is a Sunday.", written
+    assert tool(**tool.parse_input("July 4")) == "2026-07-04 is a Saturday."  # no year: this year's
+    with pytest.raises(ToolInputError, match="such as 2027-03-14"):
+        tool(**tool.parse_input("2027-13-45"))
+    assert tool.function_doc()["parameters"]["required"] == []  # the date is optional in BFCL's schema too
 
 
 def test_wikisearch_finds_the_passage_in_the_shipped_corpus_and_a_users_folder(tmp_path):

@@ -28,6 +28,7 @@ INPUT_TYPES = ("image_path", "text", "number", "box")  # a box: `[x1, y1, x2, y2
 class Input:
     name: str
     type: InputType
+    optional: bool = False  # only a last input may be: the tool runs without it (its `forward` default)
 
 
 def inference_mode(forward: Callable[..., Any]) -> Callable[..., Any]:
@@ -87,6 +88,8 @@ class Tool:
         if params != [i.name for i in cls.inputs]:
             raise TypeError(f"{cls.__name__}.forward{tuple(params)} must take exactly its inputs "
                             f"{tuple(i.name for i in cls.inputs)}")
+        if any(i.optional for i in cls.inputs[:-1]):
+            raise TypeError(f"{cls.__name__}: only the last input may be optional")
         if any(i.type not in INPUT_TYPES for i in cls.inputs) or cls.output not in ("image_path", "text"):
             raise TypeError(f"{cls.__name__}: input types must be in {INPUT_TYPES}, output image_path|text")
         if "_" in cls.op:
@@ -194,19 +197,27 @@ class Tool:
         text = text.strip().strip("`").strip()
         if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
             text = text[1:-1]
-        parts = [p.strip() for p in text.split(",", len(self.inputs) - 1)] if self.inputs else []
-        if len(parts) < len(self.inputs) or any(not p for p in parts):
+        parts = [p.strip() for p in text.split(",", len(self.inputs) - 1)] if self.inputs and text else []
+        required = self.required()
+        if len(parts) < len(required) or any(not p for p in parts[:len(required)]):
             wanted = ", ".join(i.name for i in self.inputs)
-            raise ToolInputError(f"{self.name} needs {len(self.inputs)} comma-separated inputs "
+            raise ToolInputError(f"{self.name} needs {len(required)} comma-separated inputs "
                                  f"({wanted}); got '{text}'")
         if self.inputs and self.inputs[-1].type == "image_path":
             parts[-1] = parts[-1].split(",")[0].strip()  # "image/x.png, extra words" -> the path
-        return {i.name: p for i, p in zip(self.inputs, parts)}
+        return {i.name: p for i, p in zip(self.inputs, parts) if p}
+
+    @classmethod
+    def required(cls) -> tuple[Input, ...]:
+        """The inputs a call must give (all but an optional last one)."""
+        return tuple(i for i in cls.inputs if not i.optional)
 
     def __call__(self, **args: Any) -> str | Image.Image:
-        if set(args) != {i.name for i in self.inputs}:
+        if not {i.name for i in self.required()} <= set(args) <= {i.name for i in self.inputs}:
             raise ToolInputError(f"{self.name} takes {[i.name for i in self.inputs]}, got {sorted(args)}")
         for spec in self.inputs:
+            if spec.name not in args:
+                continue  # an optional input left out: `forward`'s default
             value = args[spec.name]
             if spec.type == "number":
                 try:
@@ -232,7 +243,7 @@ class Tool:
         about = {"image_path": "the file name of an image, e.g. image/1a2b3c4d.png", "text": "text",
                  "number": "a number", "box": "four numbers [x1, y1, x2, y2]"}
         return {"name": self.name, "description": self.description,
-                "parameters": {"type": "dict", "required": [i.name for i in self.inputs],
+                "parameters": {"type": "dict", "required": [i.name for i in self.required()],
                                "properties": {i.name: {"type": "string", "description": about[i.type]}
                                               for i in self.inputs}}}
 

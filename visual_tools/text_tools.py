@@ -12,8 +12,10 @@ import operator
 import os
 import re
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
+
+from dateutil import parser as dateutil_parser
 
 from .base import Input, Tool, ToolInputError
 
@@ -98,10 +100,10 @@ class Calculator(Tool):
 
 class Calendar(Tool):
     name = "Calendar"
-    description = ("useful when you need to know today's date or the day of the week. "
-                   "The input to this tool should be an empty string")
-    purpose = "today's date and weekday"
-    inputs = ()
+    description = ("useful when you need to know today's date or the day of the week, or the weekday of a given "
+                   "date. The input to this tool should be an empty string for today, or a date like 2027-03-14")
+    purpose = "today's date, or the weekday of a given date"
+    inputs = (Input("date", "text", optional=True),)
     output = "text"
     op = "date"
     backend = "the system clock"
@@ -113,12 +115,16 @@ class Calendar(Tool):
                  "do you know what day of the week it is?", "what is the date today", "is today a weekday?",
                  "today's date please")
 
-    def parse_input(self, text: str) -> dict[str, str]:
-        return {}  # whatever the model writes after "Action Input:", the date needs nothing
-
-    def forward(self) -> str:
-        day = self.today()
-        return f"Today is {day:%A}, {day:%B} {day.day}, {day.year}."
+    def forward(self, date: str = "") -> str:
+        if not re.search(r"\d", date):  # nothing, or words ("today", "what day is it"): today
+            day = self.today()
+            return f"Today is {day:%A}, {day:%B} {day.day}, {day.year}."
+        try:  # dateutil reads the ways a date is written ("2027-03-14", "March 14, 2027", "14 Mar 2027")
+            day = dateutil_parser.parse(date, default=datetime(self.today().year, 1, 1)).date()
+        except (ValueError, OverflowError):
+            raise ToolInputError(f"Calendar takes a date such as 2027-03-14, or nothing for today; got '{date}'")\
+                from None
+        return f"{day.isoformat()} is a {day:%A}."
 
 
 def read_rows(path: str | Path) -> list[dict]:

@@ -22,7 +22,7 @@ def check(record: Record, registry: ToolRegistry) -> str | None:
             return "unknown tool"
         if step.tool not in record.tools:
             return "tool not offered"
-        if len(step.args) != len(tool.inputs) or not all(a.strip() for a in step.args):
+        if not len(tool.required()) <= len(step.args) <= len(tool.inputs) or not all(a.strip() for a in step.args):
             return "arguments"
         for spec, arg in zip(tool.inputs, step.args):
             if spec.type == "image_path" and arg not in images:

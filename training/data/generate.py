@@ -74,8 +74,9 @@ def parse_reply(reply: str, registry: ToolRegistry) -> tuple[list[Candidate], in
         tool = registry.tools[name]
         instruction = line[:start].strip().rstrip(",").strip().strip('"').strip()
         inside = line[start:].strip()[1:-1].strip()[len(name):].lstrip(" ,")
-        args = [a.strip().strip('"').strip() for a in inside.split(",", len(tool.inputs) - 1)] if tool.inputs else []
-        if not instruction or len(args) != len(tool.inputs) or not all(args):
+        parts = inside.split(",", len(tool.inputs) - 1) if tool.inputs and inside else []
+        args = [a.strip().strip('"').strip() for a in parts]
+        if not instruction or not len(tool.required()) <= len(args) <= len(tool.inputs) or not all(args):
             bad += 1
             continue
         candidates.append(Candidate(instruction, tool, args))

@@ -239,7 +239,7 @@ def check_sample(cand: Candidate, sample: str | None, tool: Tool, before: str) -
     elif parsed is None:
         cand.reason, cand.args = "malformed", sample.strip()
     else:
-        cand.args = parsed[1] if tool.inputs else ""  # `[Calendar()]`: whatever the model wrote is not an input
+        cand.args = parsed[1] if tool.required() else ""  # `[Calendar()]`: the paper's Calendar takes no input
         if cand.tool == "Calculator" and any(v not in _numbers(before) for v in _numbers(cand.args)):
             cand.reason = "inputs only after the call"
         else:
