@@ -113,3 +113,14 @@ def test_the_agent_is_offered_the_text_tools_and_calls_the_calculator(store):
     observation = next(e for e in events if isinstance(e, ObservationEvent))
     assert observation.text == "2.87" and not observation.error
     assert "Calculator: useful when you need to compute" in controller.prompts[0]
+
+
+def test_the_agent_calls_the_calendar_with_and_without_a_date(store):
+    registry = ToolRegistry.from_load("Calendar_cpu")
+    for action_input, expected in (("", "Today is "), ("2027-03-14", "2027-03-14 is a Sunday.")):
+        controller = ScriptedController([f"Thought: Do I need to use a tool? Yes\nAction: Calendar\n"
+                                         f"Action Input: {action_input}\n",
+                                         "Thought: Do I need to use a tool? No\nAI: Done."])
+        events = list(Agent(controller, registry).run("What day is it?", [], store))
+        observation = next(e for e in events if isinstance(e, ObservationEvent))
+        assert observation.text.startswith(expected) and not observation.error, observation.text

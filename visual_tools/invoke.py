@@ -30,7 +30,7 @@ def invoke(tool: Tool, action_input: str, store: ImageStore, timeout: float | No
         if spec.type == "image_path":
             args[spec.name] = path = store.resolve(named[spec.name])
             parent = parent or f"image/{path.name}"
-        else:
+        elif spec.name in named:  # an optional input left out stays out
             args[spec.name] = named[spec.name]
     out = tool(**args) if timeout is None else _call_with_timeout(tool, args, timeout)
     if isinstance(out, Image.Image):
