@@ -14,8 +14,8 @@ from visual_tools import TEXT_TOOL_CLASSES, ImageInputError, ImageStore, ToolReg
 from visual_tools.zerogpu import on_gpu
 
 from .controller import Capability, ControllerError
-from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, OfferEvent, ThoughtEvent,
-                     ToolCallEvent)
+from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, MissingToolEvent, ObservationEvent, OfferEvent,
+                     ThoughtEvent, ToolCallEvent)
 from .factory import ControllerSpec, engines_for
 from .loop import Agent
 from .pool import ControllerPool
@@ -137,6 +137,9 @@ def render_event(messages: list[gr.ChatMessage], event: Event, store: ImageStore
                 "title": f"⚠️ Step {event.step + 1}: format error", "status": "done"}))
         if event.image:
             messages.append(_image_message(store, event.image))
+    elif isinstance(event, MissingToolEvent):
+        messages.append(gr.ChatMessage(content=event.reason, metadata={
+            "title": f"🧩 needs {event.tool}: not loaded here", "status": "done"}))
     elif isinstance(event, AnswerEvent):
         messages.append(gr.ChatMessage(content=event.text))
         shown = {m.content.get("alt_text") for m in messages if isinstance(m.content, dict)}

@@ -49,6 +49,14 @@ class ObservationEvent(Event):
 
 
 @dataclass
+class MissingToolEvent(Event):
+    """The request needs `tool`, which is not available here (`reason`: what it needs); `text` is the answer."""
+    tool: str
+    reason: str
+    text: str
+
+
+@dataclass
 class AnswerEvent(Event):
     text: str
     images: list[str] = field(default_factory=list)

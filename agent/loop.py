@@ -9,9 +9,10 @@ from visual_tools import ImageStore, Tool, ToolInputError, ToolRegistry, ToolTim
 from visual_tools.image_store import IMAGE_NAME
 
 from .controller import Controller, ControllerError, PromptTooLong
-from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, ObservationEvent, OfferEvent, ThoughtEvent,
-                     ToolCallEvent)
+from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, MissingToolEvent, ObservationEvent, OfferEvent,
+                     ThoughtEvent, ToolCallEvent)
 from .grammar import Grammar, build_grammar
+from .history import HISTORY_TURNS, plain, prompt_history, uploads_only
 from .parsing import Final, ParseError, parse_step, trim_repetition
 from .prompts import DEFAULT_TEMPLATE, STOP, ScratchStep, Turn, render_prompt, render_step
 from .shortlist import Shortlist
@@ -28,7 +29,7 @@ class Agent:
     template the controller was trained with (`ControllerSpec.template`)."""
 
     def __init__(self, controller: Controller, registry: ToolRegistry, *, max_steps: int = 5,
-                 max_new_tokens: int = 256, temperature: float = 0.0, history_turns: int = 6,
+                 max_new_tokens: int = 256, temperature: float = 0.0, history_turns: int = HISTORY_TURNS,
                  tool_timeout: float | None = None, shortlist: Shortlist | None = None, grammar: bool = True,
                  template: str = DEFAULT_TEMPLATE):
         self.controller, self.registry, self.template = controller, registry, template
@@ -60,11 +61,31 @@ class Agent:
                     raise
                 history = history[1:]
 
+    def missing(self, user_input: str) -> MissingToolEvent | None:
+        """The turn's answer where the request needs a tool that is here but not available (no weights): what it
+        needs and how to get it, instead of a guess from the tools that are."""
+        available = [t.name for t in self.registry.available()]
+        name = self.shortlist.missing(user_input, available) if self.shortlist else None
+        if name is None:
+            return None
+        tool = self.registry.tools[name]
+        reason = tool.availability()[1]
+        text = (f"I can't do that here: it needs the tool {name}, which is not loaded on this machine: {reason}. "
+                f"Then restart the app (--load {type(tool).__name__}_cuda:0 chooses its device).")
+        return MissingToolEvent(name, reason, text)
+
     def run(self, user_input: str, history: list[Turn], store: ImageStore) -> Iterator[Event]:
-        steps: list[ScratchStep] = []
-        history = recent(history, self.history_turns)
+        said = {plain(t.ai) for t in history}
+        history = prompt_history(history, self.history_turns)
         tools = self.offered(user_input, history)
         yield OfferEvent([t.name for t in tools], len(self.registry.available()), self.grammar)
+        if (missing := self.missing(user_input)) is not None:
+            yield missing
+            yield AnswerEvent(missing.text)
+            return
+        steps: list[ScratchStep] = []
+        done: tuple[Tool, str, str] | None = None  # the last successful call: its tool, input and Observation
+        retried = False
         for step in range(self.max_steps):
             grammar = build_grammar(tools, store.names()) if self.grammar else None
             try:
@@ -74,8 +95,14 @@ class Agent:
                 return
             parsed = parse_step(text)
             if isinstance(parsed, Final):
-                yield ThoughtEvent(step, parsed.thought)
                 answer = trim_repetition(parsed.answer)  # a looping reply keeps its first copy only
+                if done is None and not retried and plain(answer) in said:
+                    # an earlier answer copied out of the history: once more, shown only the uploads
+                    retried, history = True, uploads_only(history)
+                    continue
+                yield ThoughtEvent(step, parsed.thought)
+                if done is not None and not done[0].found(answer, done[2]):
+                    answer = done[0].report(done[2], done[1])  # say what the tool found, not what the model guessed
                 names = [n for n in dict.fromkeys(IMAGE_NAME.findall(answer)) if _exists(store, n)]
                 yield AnswerEvent(answer, names)
                 return
@@ -91,6 +118,7 @@ class Agent:
                 name = tool.name
                 result = invoke(tool, parsed.tool_input, store, self.tool_timeout)
                 observation, image, error = result.text, result.image, False
+                done = (tool, parsed.tool_input, observation)
             except (ToolInputError, ToolTimeout) as exc:
                 observation = f"Error: {exc}"
             except Exception as exc:  # a tool's own failure (weights, CUDA, a bad file) is the model's news
@@ -99,16 +127,6 @@ class Agent:
             yield ObservationEvent(step, name, observation, image, time.monotonic() - started, error)
             steps.append(ScratchStep(render_step(parsed.thought, name, parsed.tool_input), observation))
         yield ErrorEvent(f"{STOPPED} ({self.max_steps} steps without a final answer)")
-
-
-def recent(history: list[Turn], limit: int) -> list[Turn]:
-    """At most `limit` recent turns, dropped half a window at a time: a window that slid by one
-    turn every turn would change the prompt's start, and the controller's prefix cache with it."""
-    if len(history) <= limit:
-        return history
-    step = max(1, limit // 2)
-    start = ((len(history) - limit) // step + 1) * step
-    return history[start:]
 
 
 def _exists(store: ImageStore, name: str) -> bool:

@@ -22,6 +22,10 @@ DEFAULT_THRESHOLD = 0.05
 RETRIEVER_DIR = "retriever"  # the classifier's folder inside an adapter's folder
 SHIPPED_RETRIEVER = ADAPTER_DIR / RETRIEVER_DIR
 RECENT_WEIGHT = 0.5  # how much the previous request counts beside the new one (follow-ups: "now as a sketch")
+# a request needs a tool that is not here when the classifier gives that tool at least MISSING_MIN and MISSING_RATIO
+# times the best available one's probability; chosen on assets/eval/missing-dev.jsonl and the hand-written cases'
+# false alarms (`python bench/missing.py`, docs/benchmarks.md)
+MISSING_MIN, MISSING_RATIO = 0.05, 1.0
 
 
 class Named(Protocol):
@@ -49,6 +53,7 @@ class Shortlist:
     retriever: Retriever
     k: int = DEFAULT_K
     threshold: float = DEFAULT_THRESHOLD
+    tools: Sequence = ()  # every tool of the app, available or not: what `missing` matches a request against
 
     def scored(self, text: str, names: Sequence[str], history: Sequence[Turn] = ()) -> list[tuple[str, float]]:
         """(name, score) for `names`, most likely first: the score for `text` plus `RECENT_WEIGHT` times the one
@@ -85,6 +90,17 @@ class Shortlist:
             keep.add(name)
         return [name for name, _ in ranked if name in keep]
 
+    def missing(self, text: str, available: Sequence[str]) -> str | None:
+        """The tool `text` needs when it is one of `self.tools` that is not `available` and the classifier clearly
+        prefers it to every available one, else None. Only a classifier decides: BM25's scores are no probabilities."""
+        absent = [t.name for t in self.tools if t.name not in set(available)]
+        if not absent or not getattr(self.retriever, "probabilities", False):
+            return None
+        probs = self.retriever.scores([text])[0]
+        best = max(absent, key=lambda n: probs.get(n, 0.0))
+        rival = max((probs.get(n, 0.0) for n in available), default=0.0)
+        return best if probs.get(best, 0.0) >= max(MISSING_MIN, MISSING_RATIO * rival) else None
+
     def pick(self, user_input: str, history: Sequence[Turn], tools: Sequence[Named]) -> list:
         """The tools one chat turn offers, most likely first (as `offer` ranks their names)."""
         by_name = {t.name: t for t in tools}
@@ -104,4 +120,4 @@ def load_shortlist(k: int, folder: str | Path | None, tools: Sequence) -> tuple[
         return None, ""
     from .retriever import load_retriever
     retriever, note = load_retriever(folder or SHIPPED_RETRIEVER, tools)
-    return Shortlist(retriever, k), note
+    return Shortlist(retriever, k, tools=tuple(tools)), note

@@ -107,7 +107,7 @@ def test_controller_failure_is_an_error_event(box_image):
 
 
 def test_history_window_moves_in_half_windows():
-    from agent.loop import recent
+    from agent.history import recent
     from agent.prompts import Turn
     history = [Turn(str(i), "") for i in range(20)]
     starts = [int(recent(history[:n], 6)[0].human) for n in range(7, 20)]
@@ -170,7 +170,8 @@ def test_a_prompt_too_long_for_the_context_drops_the_oldest_turns_first(box_imag
     registry, session = ToolRegistry([Image2Canny()]), ChatSession()
     session.add_image(box_image, registry)
     session.history = [Turn(f"old question {i} " * 30, f"old answer {i} " * 30) for i in range(4)] + session.history
-    fits = len(render_prompt(registry.available(), session.history[2:], "detect the edges")) + 300
+    from agent.history import prompt_history
+    fits = len(render_prompt(registry.available(), prompt_history(session.history[2:], 10), "detect the edges")) + 300
     controller = SmallContext(canny_then_answer(), fits)
     events = list(session.send(Agent(controller, registry, history_turns=10), "detect the edges"))
     assert isinstance(events[-1], AnswerEvent)
@@ -179,3 +180,47 @@ def test_a_prompt_too_long_for_the_context_drops_the_oldest_turns_first(box_imag
     hopeless = SmallContext([ANSWER], 10)
     events = list(ChatSession().send(Agent(hopeless, registry), "hi"))
     assert isinstance(events[-1], ErrorEvent) and "characters" in events[-1].message
+
+
+def test_an_answer_that_misses_the_tools_result_is_replaced_by_its_report(box_image):
+    from visual_tools.text_tools import Calculator
+    call = CALL.format(tool="Calculator", arg="17 * 23")
+    for said, expected in (("The answer is 327.", "17 * 23 = 391"), ("It is 3910.", "17 * 23 = 391"),
+                           ("17 times 23 is 391.", "17 times 23 is 391.")):
+        events, *_ = run([call, f"Thought: Do I need to use a tool? No\nAI: {said}"], box_image, tools=[Calculator()])
+        assert events[-1].text == expected
+
+
+def test_an_image_answer_names_the_file_and_what_it_is(box_image):
+    from visual_tools.faces import FaceDetection
+    events, *_ = run([lambda p: CALL.format(tool="Face Detection On Image", arg=last_image(p)),
+                      "Thought: Do I need to use a tool? No\nAI: The output is a new image."], box_image,
+                     tools=[FaceDetection()])
+    obs = next(e for e in events if isinstance(e, ObservationEvent))
+    assert re.fullmatch(r"image/\S+\.png \(0 faces found\)", obs.text)
+    assert events[-1].text == f"Here is the image with the faces boxed: {obs.image} (0 faces found)."
+    assert events[-1].images == [obs.image]
+
+
+def test_earlier_answers_are_cut_short_keeping_their_image_names_and_the_upload_stays_in_view():
+    from agent.history import prompt_history, short_answer
+    from agent.prompts import Turn, image_turn
+    long = " ".join(["word"] * 40) + " image/0a1b2c3d.png"
+    assert short_answer(long) == " ".join(["word"] * 24) + " ... image/0a1b2c3d.png"
+    assert short_answer("Here is the edge map: image/0a1b2c3d.png.") == "Here is the edge map: image/0a1b2c3d.png."
+    history = [image_turn("image/0a1b2c3d.png", None)] + [Turn(f"q{i}", f"a{i}") for i in range(9)]
+    kept = prompt_history(history, 6)
+    assert kept[0] == history[0] and [t.human for t in kept[1:]] == [f"q{i}" for i in range(5, 9)]
+
+
+def test_an_answer_copied_from_the_history_is_retried_once_without_it(box_image):
+    from agent.prompts import Turn
+    registry, session = ToolRegistry([Image2Canny()]), ChatSession()
+    session.add_image(box_image, registry)
+    session.history.append(Turn("what is 7 * 7?", "Here is the result: 49."))
+    controller = ScriptedController(["Thought: Do I need to use a tool? No\nAI: Here is the result: 49.",
+                                     "Thought: Do I need to use a tool? No\nAI: You're welcome!"])
+    events = list(session.send(Agent(controller, registry), "thanks"))
+    assert events[-1].text == "You're welcome!"
+    assert "what is 7 * 7" in controller.prompts[0] and "what is 7 * 7" not in controller.prompts[1]
+    assert "Provide an image named" in controller.prompts[1]  # the upload stays

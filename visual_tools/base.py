@@ -6,6 +6,7 @@ import gc
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
@@ -76,6 +77,7 @@ class Tool:
     params_m: ClassVar[float] = 0.0  # millions of parameters its default checkpoint loads (its model card's count)
     phrasings: ClassVar[tuple[str, ...]] = ()  # how people ask for it, for the template teacher
     arg_slots: ClassVar[dict[str, str]] = {}  # text input -> the phrasing slot whose value it takes
+    result: ClassVar[str] = "the new image"  # what its image output is, for the final answer ("the edge map")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -235,8 +237,26 @@ class Tool:
             self.unload()  # a failed model (OOM, bad state) is reloaded cleanly on the next call
             raise
 
-    def forward(self, **args: Any) -> str | Image.Image:  # pragma: no cover - overridden
+    def forward(self, **args: Any) -> str | Image.Image | tuple[Image.Image, str]:  # pragma: no cover
+        """Text, an image, or an image and a short note on it ("2 faces found")."""
         raise NotImplementedError
+
+    # --- the final answer ------------------------------------------------------------------------
+    def report(self, observation: str, tool_input: str) -> str:
+        """A final answer that states what this call found (its Observation)."""
+        if self.output == "image_path":
+            name, _, note = observation.partition(" (")
+            return f"Here is {self.result}: {name}" + (f" ({note}" if note else "") + "."
+        return observation
+
+    def found(self, answer: str, observation: str) -> bool:
+        """Whether a final answer states this call's result: an image's file name and the numbers of its note;
+        most words of a short text result (a long one, e.g. a passage, the model may sum up in its own words)."""
+        if self.output == "image_path":
+            name, _, note = observation.partition(" (")
+            return name in answer and all(n in answer for n in re.findall(r"\d+", note))
+        words = set(re.findall(r"[a-z]{3,}|\d+", observation.lower()))
+        return len(words) > 24 or len(words & set(re.findall(r"[a-z]{3,}|\d+", answer.lower()))) * 2 >= len(words)
 
     def function_doc(self) -> dict[str, Any]:
         """The tool as a function-calling schema (BFCL's JSON form: parameters of type "dict")."""

@@ -72,6 +72,13 @@ class ImageCaptioning(_Blip):
         found = ", ".join(f"{label} {p:.2f}" for label, p in self.classifier.top(image_path, 3))
         return f"likely objects (an ImageNet classifier, not a caption): {found}"
 
+    def found(self, answer: str, observation: str) -> bool:
+        """A caption the model may reword; the classifier's names must be said (it cannot caption)."""
+        if not observation.startswith("likely objects"):
+            return True
+        labels = [item.rsplit(" ", 1)[0] for item in observation.split(": ", 1)[1].split(", ")]
+        return any(label.lower() in answer.lower() for label in labels)
+
 
 class VisualQuestionAnswering(_Blip):
     name = "Answer Question About The Image"

@@ -20,6 +20,7 @@ class Image2Canny(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "edge"
+    result = "the edge map"
     backend = "OpenCV Canny (thresholds 100, 200, as GPT4Tools)"
     low_threshold, high_threshold = 100, 200
     phrasings = ("Detect the edges of this image.", "Run canny edge detection on the picture.",

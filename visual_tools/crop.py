@@ -36,6 +36,7 @@ class CropImage(Tool):
     inputs = (Input("image_path", "image_path"), Input("coordinates", "box"))
     output = "image_path"
     op = "crop"
+    result = "the cropped image"
     backend = "Pillow"
     phrasings = ("Crop the {object} out of the image.", "Cut out the region {box} from the picture.",
                  "I only want the part with the {object}; crop it, please.", "Crop the image to the {object}.",

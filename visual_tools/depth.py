@@ -20,6 +20,7 @@ class Image2Depth(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "depth"
+    result = "the depth map"
     backend = "DPT depth estimation through transformers"
     checkpoints = ("Intel/dpt-large",)  # the depth-estimation pipeline's default, as GPT4Tools uses it
     params_m = 343
@@ -51,6 +52,7 @@ class Image2Normal(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "normal-map"
+    result = "the normal map"
     backend = "DPT depth (the depth tool's model) + Sobel gradients, as GPT4Tools computes it"
     requires = ("Image2Depth",)
     background = 0.4  # normalised depth below this is background (flat normal)

@@ -33,6 +33,7 @@ class FaceDetection(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "face"
+    result = "the image with the faces boxed"
     backend = "OpenCV Haar cascade, frontal faces (classical)"
     phrasings = ("Find the faces in this photo.", "Detect every human face in the picture.",
                  "Are there any faces here? Mark them.", "Draw boxes around the faces in the image.",
@@ -42,9 +43,10 @@ class FaceDetection(Tool):
                  "box the faces", "mark any faces in the photo", "face detection please",
                  "is there a face in this picture? show me", "can you spot the faces here?")
 
-    def forward(self, image_path: Path) -> Image.Image:
+    def forward(self, image_path: Path) -> tuple[Image.Image, str]:
         image = Image.open(image_path).convert("RGB")
         draw = ImageDraw.Draw(image)
-        for box in detect_faces(np.array(image)):
+        boxes = detect_faces(np.array(image))
+        for box in boxes:
             draw.rectangle(box, outline=(255, 64, 64), width=3)
-        return image
+        return image, f"{len(boxes)} face{'' if len(boxes) == 1 else 's'} found"

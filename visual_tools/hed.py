@@ -29,6 +29,7 @@ class Image2Hed(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "hed-boundary"
+    result = "the soft boundary map"
     backend = "ControlNet's Apache-2.0 HED network (lllyasviel/Annotators)"
     checkpoints = ("lllyasviel/Annotators",)
     checkpoint_files = (WEIGHTS,)

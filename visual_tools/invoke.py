@@ -33,9 +33,10 @@ def invoke(tool: Tool, action_input: str, store: ImageStore, timeout: float | No
         elif spec.name in named:  # an optional input left out stays out
             args[spec.name] = named[spec.name]
     out = tool(**args) if timeout is None else _call_with_timeout(tool, args, timeout)
+    out, note = out if isinstance(out, tuple) else (out, "")
     if isinstance(out, Image.Image):
         name = store.save_output(out, tool.op, parent)
-        return ToolResult(text=name, image=name)
+        return ToolResult(text=f"{name} ({note})" if note else name, image=name)
     return ToolResult(text=str(out))
 
 

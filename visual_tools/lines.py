@@ -20,6 +20,7 @@ class Image2Line(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "line-of"
+    result = "the line drawing of its straight lines"
     backend = "OpenCV LSD line segments (classical, in place of GPT4Tools' M-LSD)"
     min_length = 0.03  # of the image diagonal: shorter segments are texture, not lines
     phrasings = ("Detect the straight lines in this image.", "Find all straight line segments in the picture.",

@@ -1,6 +1,7 @@
 """Text Detection On Image: OCR with the PP-OCRv4 models that ship inside rapidocr-onnxruntime 1.4.x."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -39,3 +40,11 @@ class TextDetection(Tool):
             xs, ys = [p[0] for p in corners], [p[1] for p in corners]
             lines.append(f'"{text}" at [{round(min(xs))}, {round(min(ys))}, {round(max(xs))}, {round(max(ys))}]')
         return f"Found {len(lines)} text line(s): " + "; ".join(lines)
+
+    def report(self, observation: str, tool_input: str) -> str:
+        lines = re.findall(r'"(.*?)" at \[', observation)
+        return f'The image reads: "{" / ".join(lines)}"' if lines else observation
+
+    def found(self, answer: str, observation: str) -> bool:
+        lines = re.findall(r'"(.*?)" at \[', observation)
+        return any(line.lower() in answer.lower() for line in lines) if lines else "no text" in answer.lower()

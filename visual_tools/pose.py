@@ -70,6 +70,7 @@ class Image2Pose(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "human-pose"
+    result = "the pose skeleton"
     package = ("mediapipe", "mediapipe==0.10.14")
     backend = "MediaPipe Pose, drawn as OpenPose's 18 keypoints (in place of GPT4Tools' OpenPose)"
     phrasings = ("Detect the human pose in this image.", "Show me the body keypoints of the person.",

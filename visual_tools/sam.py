@@ -36,6 +36,7 @@ class Segmenting(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "segment-image"
+    result = "the segmentation"
     backend = "Segment Anything (SAM) through transformers, point-grid prompts"
     checkpoints = ("facebook/sam-vit-huge",)
     params_m = 641

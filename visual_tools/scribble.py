@@ -20,6 +20,7 @@ class Image2Scribble(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "scribble"
+    result = "the sketch"
     backend = "OpenCV smoothed Canny strokes (classical, in place of GPT4Tools' HED scribble)"
     phrasings = ("Turn this photo into a scribble.", "Generate a sketch from this image.",
                  "Make a rough pencil sketch of the {object} picture.", "Detect the sketch of this image.",

@@ -21,6 +21,7 @@ class Image2Seg(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "segmentation-map"
+    result = "the segmentation map"
     backend = "UperNet (ADE20K, 150 classes) through transformers"
     checkpoints = ("openmmlab/upernet-convnext-small",)
     params_m = 81

@@ -17,6 +17,7 @@ class SuperResolution(Tool):
     inputs = (Input("image_path", "image_path"),)
     output = "image_path"
     op = "upscale"
+    result = "the upscaled image"
     backend = "classical 2x Lanczos upscale + unsharp mask (not a learned super-resolution model)"
     scale = 2
     phrasings = ("Upscale this image.", "Make the picture sharper and bigger.",

@@ -97,6 +97,13 @@ class Calculator(Tool):
     def forward(self, expression: str) -> str:
         return calculate(expression)
 
+    def report(self, observation: str, tool_input: str) -> str:
+        return f"{tool_input.strip().strip('`').strip()} = {observation}"
+
+    def found(self, answer: str, observation: str) -> bool:
+        """The number itself, not one that merely starts with it (391 in 3910) nor the model's own sum."""
+        return re.search(rf"(?<![\d.]){re.escape(observation)}(?![\d]|\.\d)", answer.replace(",", "")) is not None
+
 
 class Calendar(Tool):
     name = "Calendar"
@@ -125,6 +132,10 @@ class Calendar(Tool):
             raise ToolInputError(f"Calendar takes a date such as 2027-03-14, or nothing for today; got '{date}'")\
                 from None
         return f"{day.isoformat()} is a {day:%A}."
+
+    def found(self, answer: str, observation: str) -> bool:
+        weekday = re.search(r"(Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day", observation)
+        return weekday is not None and weekday.group(0).lower() in answer.lower()
 
 
 def read_rows(path: str | Path) -> list[dict]:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 from dataclasses import dataclass
 
+from agent.history import prompt_history
 from agent.parsing import Final, Step, parse_step
 from agent.prompts import (AI_PREFIX, DEFAULT_TEMPLATE, STOP, Prompt, ScratchStep, ToolLike, Turn, continues_reply,
                            image_turn, render_final, render_prompt, render_step)
@@ -22,8 +23,9 @@ class Segment:
 
 
 def conversation(record: Record) -> list[Turn]:
+    """The record's earlier turns as the chat's prompt holds them (`agent.history.prompt_history`)."""
     turns = [image_turn(record.image_name, record.caption or None)] if record.image_name else []
-    return turns + [Turn(h, a) for h, a in record.history]
+    return prompt_history(turns + [Turn(h, a) for h, a in record.history])
 
 
 def step_text(step: GoldStep) -> str:
