@@ -98,7 +98,9 @@ class Agent:
                 answer = trim_repetition(parsed.answer)  # a looping reply keeps its first copy only
                 if done is None and not retried and plain(answer) in said:
                     # an earlier answer copied out of the history: once more, shown only the uploads
+                    log.info("answer copied from the history (%r): asked again without it", answer)
                     retried, history = True, uploads_only(history)
+                    yield ThoughtEvent(step, "")  # the copy's draft goes; nothing is shown for it
                     continue
                 yield ThoughtEvent(step, parsed.thought)
                 if done is not None and not done[0].found(answer, done[2]):

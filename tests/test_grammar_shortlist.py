@@ -11,6 +11,7 @@ import llguidance
 import numpy as np
 import pytest
 from conftest import python_output
+from scripted import ScriptedController
 
 from agent.embedded import load_embedded
 from agent.grammar import FREE_AFTER, Grammar, build_grammar
@@ -240,7 +241,6 @@ def test_a_classifier_for_another_tool_set_or_none_is_refused_with_its_path(tmp_
 def test_an_image_deleted_mid_turn_leaves_the_next_steps_grammar(box_image):
     from agent.loop import Agent
     from agent.session import ChatSession
-    from scripted import ScriptedController
     from visual_tools.canny import Image2Canny
 
     session, registry = ChatSession(), ToolRegistry([Image2Canny()])
@@ -266,3 +266,25 @@ def test_the_app_warms_the_shortlist_up_before_the_first_message():
             "pool = ControllerPool(); ChatServices(ToolRegistry.from_load('Image2Canny_cpu'), pool).warm_up(); "
             "print(retriever.encoder.cache_info().currsize, _shortlist.cache_info().currsize, len(pool._loaded))")
     assert python_output(code).split() == ["1", "1", "0"]
+
+
+def test_a_request_for_a_tool_without_weights_is_answered_with_what_it_needs(box_image):
+    from agent.events import AnswerEvent, MissingToolEvent
+    from agent.loop import Agent
+    from agent.session import ChatSession
+    registry = ToolRegistry.from_load("Image2Canny_cpu,Calculator_cpu,Text2Image_cpu,VisualQuestionAnswering_cpu")
+    shortlist, _ = load_shortlist(5, SHIPPED_RETRIEVER, registry.all())
+    available = [t.name for t in registry.available()]
+    assert available == ["Edge Detection On Image", "Calculator"]
+    assert shortlist.missing("paint me a brand-new picture of a castle at sunset", available) == \
+        "Generate Image From User Input Text"
+    for fine in ("detect the edges of this photo", "what is 19 * 29?", "thanks, bye!", "hi there"):
+        assert shortlist.missing(fine, available) is None
+    controller = ScriptedController(["Thought: Do I need to use a tool? No\nAI: A castle."])  # never asked
+    session = ChatSession()
+    session.add_image(box_image, registry)
+    events = list(session.send(Agent(controller, registry, shortlist=shortlist), "draw me a dragon over a castle"))
+    missing = next(e for e in events if isinstance(e, MissingToolEvent))
+    assert missing.tool == "Generate Image From User Input Text" and "fetch Text2Image" in missing.reason
+    assert isinstance(events[-1], AnswerEvent) and events[-1].text == missing.text == session.history[-1].ai
+    assert missing.text.startswith("I can't do that here") and not controller.prompts
