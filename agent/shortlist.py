@@ -23,7 +23,7 @@ RETRIEVER_DIR = "retriever"  # the classifier's folder inside an adapter's folde
 SHIPPED_RETRIEVER = ADAPTER_DIR / RETRIEVER_DIR
 RECENT_WEIGHT = 0.5  # how much the previous request counts beside the new one (follow-ups: "now as a sketch")
 # a request needs a tool that is not here when the classifier gives that tool at least MISSING_MIN and MISSING_RATIO
-# times the best available one's probability; chosen on assets/eval/missing-dev.jsonl and the hand-written cases'
+# times the best available one's probability; chosen on assets/eval/missing-tools/dev.jsonl and the hand-written cases'
 # false alarms (`python bench/missing.py`, docs/benchmarks.md)
 MISSING_MIN, MISSING_RATIO = 0.05, 1.0
 

@@ -1,4 +1,4 @@
-"""Requests for a tool that is not here: how often the shortlist names it (assets/eval/missing-dev.jsonl, 20
+"""Requests for a tool that is not here: how often the shortlist names it (assets/eval/missing-tools/dev.jsonl, 20
 requests whose tool has no weights on this machine) against false alarms on the hand-written cases (dev) and
 the blind ones, whose tools are all here or none is needed, for a grid of the two rules' settings.
 
@@ -33,7 +33,7 @@ def rows(path: Path) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--missing", type=Path, default=ROOT / "assets/eval/missing-dev.jsonl")
+    parser.add_argument("--missing", type=Path, default=ROOT / "assets/eval/missing-tools/dev.jsonl")
     parser.add_argument("--dev", type=Path, default=ROOT / "assets/eval/handwritten.jsonl")
     parser.add_argument("--blind", type=Path, default=ROOT / "assets/eval/blind.jsonl")
     parser.add_argument("--out", type=Path, default=None)

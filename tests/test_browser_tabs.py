@@ -151,3 +151,19 @@ def test_evaluate_lists_the_shipped_and_the_user_case_files_and_shows_the_succes
     expect(table.locator("tr").filter(has_text="overall")).to_have_text(re.compile(r"overall\s*3(\s*100\.0){4}"))
     expect(page.locator("svg text").filter(has_text="overall").first).to_be_visible()  # the chart's legend
     assert not page.evaluate("document.body.innerHTML.includes('NaN')")
+
+
+def test_evaluate_runs_the_multi_turn_set_and_shows_the_per_turn_table(page):
+    from playwright.sync_api import expect
+    page.get_by_role("tab", name="Evaluate").click()
+    page.get_by_text("Conversations: success per turn, repeated answers, missing tools").click()
+    panel = page.locator("#eval-conversations")
+    panel.get_by_label("Controller ('embedded', a model id/folder or a URL)").fill("scripted")
+    panel.get_by_label("Conversations (0: all)").fill("1")
+    panel.get_by_role("button", name="Evaluate conversations").click()
+    table = page.locator("table").filter(has_text="turns ≥ 2")
+    expect(table).to_be_visible(timeout=LONG)
+    # mt-01: edges, then a sketch, a product and thanks; the policy only ever finds edges
+    expect(table.locator("tr").filter(has_text=re.compile(r"^\s*1\s"))).to_have_text(
+        re.compile(r"1\s+1\s+100\.0\s+100\.0\s+0"))
+    expect(page.get_by_text(re.compile(r"Unavailable tool: 0 of 0 answered"))).to_be_visible()

@@ -92,10 +92,51 @@ def build_evaluate_tab(controllers: ControllerPool) -> None:
               [data, upload, controller, adapter, unseen, limit, strict, grammar, shortlist],
               [table, chart, predictions, files],
               api_name="evaluate", concurrency_id="controller")
+    with gr.Accordion("Conversations: success per turn, repeated answers, missing tools", open=False,
+                      elem_id="eval-conversations"):
+        build_conversation_eval(controllers)
     with gr.Accordion("BFCL: function-calling AST accuracy, with and without self-refinement", open=False):
         build_bfcl_eval(controllers)
     with gr.Accordion("Toolformer: math word problems with and without calls", open=False):
         build_toolformer_eval()
+
+
+def build_conversation_eval(controllers: ControllerPool) -> None:
+    """The multi-turn set through the Chat's own session and agent (shortlist and grammar on), scored per turn."""
+    from agent.history import HISTORY_TURNS
+    from agent.loop import Agent
+
+    from ..evaluation.conversations import CONVERSATIONS, evaluate_conversations, load_conversations
+    from ..evaluation.conversations import summary as turn_summary
+    with gr.Row():
+        with gr.Column(scale=2):
+            data = gr.Textbox(str(CONVERSATIONS.relative_to(ROOT)), label="Conversations (JSONL)")
+            controller = gr.Textbox("embedded", label="Controller ('embedded', a model id/folder or a URL)")
+            adapter = gr.Textbox(label="LoRA adapter folder (optional)")
+            with gr.Row():
+                limit = gr.Number(5, label="Conversations (0: all)", precision=0, minimum=0)
+                window = gr.Number(HISTORY_TURNS, label="History turns in the prompt", precision=0, minimum=0)
+            go = gr.Button("Evaluate conversations", variant="primary")
+        with gr.Column(scale=3):
+            result = gr.Markdown()
+
+    def on_run(data_, controller_, adapter_, limit_, window_, progress=gr.Progress()):
+        try:
+            path = Path(data_.strip())
+            conversations = load_conversations(path if path.is_absolute() else ROOT / path)[:int(limit_) or None]
+            spec = ControllerSpec.parse(controller_ or "embedded", adapter_)
+            model = controllers.get(spec)
+        except (OSError, ValueError, ControllerError) as exc:
+            raise gr.Error(str(exc)) from None
+        registry = ToolRegistry.from_load()
+        chosen, note = load_shortlist(5, retriever_folder(spec.adapter), registry.all())
+        results = evaluate_conversations(progress.tqdm(conversations, desc="conversations"), lambda: Agent(
+            model, registry, history_turns=int(window_), shortlist=chosen, template=spec.template), registry)
+        return f"**{model.name}** on {len(conversations)} conversations\n\n{turn_summary(results)}" + (
+            f"\n\n{note}" if note else "")
+
+    go.click(on_gpu(on_run, duration=600), [data, controller, adapter, limit, window], result,
+             api_name="conversations_evaluate", concurrency_id="controller")
 
 
 def build_bfcl_eval(controllers: ControllerPool) -> None:
