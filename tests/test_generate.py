@@ -307,6 +307,7 @@ def test_chains_and_follow_ups(images, tmp_path):
         assert second.tool in r.tools and r.answer
     follow = [r for r in out if r.source.teacher.endswith("+followup")]
     assert follow and all(not r.steps and r.history and r.kind == "negative" for r in follow)
+    assert all(r.answer != r.history[-1][1] for r in follow)  # copying the earlier answer is never the target
     assert filter_records(out, TEXT_AND_OFFLINE)[1].get("arguments", 0) == 0  # still valid records
 
 

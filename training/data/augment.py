@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from visual_tools import Tool
-from visual_tools.image_store import output_name
+from visual_tools.image_store import IMAGE_NAME, output_name
 
 from . import templates
 from .records import GoldStep, Record, Source, record_id
@@ -51,8 +51,10 @@ def followups(records: Sequence[Record], ratio: float, rng: random.Random) -> li
     done = [r for r in records if r.kind == "positive" and r.steps and r.answer]
     out = []
     for base in rng.sample(done, min(len(done), round(len(records) * ratio))):
-        question, answer = rng.choice(templates.FOLLOWUPS)
-        answer = answer.format(request=base.instruction.rstrip(".?! "), answer=base.answer)
+        files = list(dict.fromkeys(IMAGE_NAME.findall(base.answer)))
+        question, answer = rng.choice([f for f in templates.FOLLOWUPS if files or "{files}" not in f[1]])
+        answer = answer.format(request=base.instruction.rstrip(".?! "), files=" and ".join(files),
+                               tools=" then ".join(dict.fromkeys(s.tool for s in base.steps)))
         out.append(base.model_copy(update={
             "id": record_id(base.id, "followup", question), "instruction": question, "steps": [], "answer": answer,
             "history": [*base.history, (base.instruction, base.answer)], "given_steps": 0, "kind": "negative",

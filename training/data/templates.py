@@ -56,8 +56,10 @@ CHAIN_JOINS = ["{first}, then {then}", "{first} and then {then}", "first {first}
                "{first}. Then {then}", "{first}, and afterwards {then}", "{first}; next, {then}",
                "{first} and after that {then}", "two things: {first}, then {then}", "{first}, then on the result "
                "{then}", "{first}. once that's done, {then}", "{first} -> {then}", "can you {first} and then {then}?"]
+# a follow-up's answer is never the earlier answer word for word: copying it must never be what is rewarded
 FOLLOWUPS = [("What was my last request?", "You asked: {request}."), ("thanks, great job", "You're welcome!"),
-             ("Can you remind me of the result?", "{answer}"), ("where is the output you just made?", "{answer}"),
+             ("Can you remind me of the result?", "I used {tools}; the result is above."),
+             ("where is the output you just made?", "It is {files}."),
              ("that's what I wanted, thank you", "Glad it helped!"),
-             ("what did you just do?", "You asked: {request}. {answer}"),
-             ("awesome", "Happy to help! Anything else?"), ("repeat the answer please", "{answer}")]
+             ("what did you just do?", "You asked: {request}, so I used {tools}."),
+             ("awesome", "Happy to help! Anything else?")]
