@@ -4,7 +4,8 @@ each turn scored by GPT4Tools' SR and a strict success, with the answers that re
 A conversation is `{"id", "turns": [{"upload": path} | {"input", "kind", "gold": [{"tool", "args"}], "answer"?}]}`;
 an argument `$upload1` is the conversation's first upload, `$last` the newest image there is when the turn starts
 (the last one made, else the last upload). A turn whose gold tool is not available here is right when the agent
-answers with what it needs (`MissingToolEvent`), whatever absent tool it names.
+answers with what it needs (`MissingToolEvent`), whatever absent tool it names. A Calculator or Calendar argument
+is right when the tool computes the same from it ("1 January 2000" for 2000-01-01, "48 * 12" for 48*12).
 """
 from __future__ import annotations
 
@@ -20,8 +21,7 @@ from agent.history import plain
 from agent.events import AnswerEvent, ErrorEvent, MissingToolEvent, ObservationEvent, ToolCallEvent
 from agent.loop import Agent
 from agent.session import ChatSession
-from visual_tools import ImageStore, ToolInputError, ToolRegistry
-from visual_tools.text_tools import calculate
+from visual_tools import ImageStore, Tool, ToolInputError, ToolRegistry
 
 from .metrics import score
 
@@ -49,9 +49,12 @@ def load_conversations(path: str | Path = CONVERSATIONS) -> list[dict[str, Any]]
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def _same_value(a: str, b: str) -> bool:
+VALUE_TOOLS = ("Calculator", "Calendar")  # an argument is right when the tool computes the same from it
+
+
+def _same_result(tool: Tool, a: str, b: str) -> bool:
     try:
-        return calculate(a) == calculate(b)
+        return tool(**tool.parse_input(a)) == tool(**tool.parse_input(b))
     except ToolInputError:
         return False
 
@@ -90,8 +93,8 @@ def run_conversation(conversation: dict[str, Any], agent: Agent, registry: ToolR
             elif isinstance(event, ErrorEvent):
                 answer = event.message
         unavailable = any(tool not in available for tool, _ in gold)
-        gold = [(t, p_arg if t == "Calculator" and i < len(calls) and _same_value(arg, p_arg := calls[i][1]) else arg)
-                for i, (t, arg) in enumerate(gold)]
+        gold = [(t, calls[i][1] if t in VALUE_TOOLS and i < len(calls) and calls[i][0] == t
+                 and _same_result(registry.tools[t], arg, calls[i][1]) else arg) for i, (t, arg) in enumerate(gold)]
         if unavailable:
             success = strict = missing is not None
         else:
