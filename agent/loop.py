@@ -96,10 +96,10 @@ class Agent:
             parsed = parse_step(text)
             if isinstance(parsed, Final):
                 answer = trim_repetition(parsed.answer)  # a looping reply keeps its first copy only
-                if done is None and not retried and plain(answer) in said:
-                    # an earlier answer copied out of the history: once more, shown only the uploads
-                    log.info("answer copied from the history (%r): asked again without it", answer)
-                    retried, history = True, uploads_only(history)
+                if not retried and plain(answer) in said:
+                    # an earlier answer copied out of the history: the turn once more, shown only the uploads
+                    log.info("answer copied from the history (%r): the turn again without it", answer)
+                    retried, history, steps, done = True, uploads_only(history), [], None
                     yield ThoughtEvent(step, "")  # the copy's draft goes; nothing is shown for it
                     continue
                 yield ThoughtEvent(step, parsed.thought)
