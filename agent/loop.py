@@ -66,9 +66,9 @@ class Agent:
         needs and how to get it, instead of a guess from the tools that are."""
         available = [t.name for t in self.registry.available()]
         name = self.shortlist.missing(user_input, available) if self.shortlist else None
-        if name is None:
+        tool = self.registry.tools.get(name) if name else None  # the shortlist may know tools this app lacks
+        if tool is None:
             return None
-        tool = self.registry.tools[name]
         reason = tool.availability()[1]
         text = (f"I can't do that here: it needs the tool {name}, which is not loaded on this machine: {reason}. "
                 f"Then restart the app (--load {type(tool).__name__}_cuda:0 chooses its device).")
