@@ -110,6 +110,7 @@ def render_event(messages: list[gr.ChatMessage], event: Event, store: ImageStore
     """Apply one agent event to the Chatbot's messages (a pure function of its inputs)."""
     if isinstance(event, OfferEvent):
         grammar = "replies constrained by the grammar of these tools" if event.grammar else "replies unconstrained"
+        grammar = "no tool is likely: a direct answer" if event.direct else grammar
         messages.append(gr.ChatMessage(content=", ".join(event.tools) or "(none)", metadata={
             "title": f"🧰 {len(event.tools)} of {event.available} tools offered; {grammar}", "status": "done"}))
     elif isinstance(event, DraftEvent):

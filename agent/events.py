@@ -16,6 +16,7 @@ class OfferEvent(Event):
     tools: list[str]
     available: int
     grammar: bool
+    direct: bool = False  # no tool is likely: the grammar allows only a direct answer
 
 
 @dataclass

@@ -61,10 +61,9 @@ class Agent:
                     raise
                 history = history[1:]
 
-    def missing(self, user_input: str) -> MissingToolEvent | None:
+    def missing(self, user_input: str, available: list[str]) -> MissingToolEvent | None:
         """The turn's answer where the request needs a tool that is here but not available (no weights): what it
         needs and how to get it, instead of a guess from the tools that are."""
-        available = [t.name for t in self.registry.available()]
         name = self.shortlist.missing(user_input, available) if self.shortlist else None
         tool = self.registry.tools.get(name) if name else None  # the shortlist may know tools this app lacks
         if tool is None:
@@ -78,8 +77,10 @@ class Agent:
         said = {plain(t.ai) for t in history}
         history = prompt_history(history, self.history_turns)
         tools = self.offered(user_input, history)
-        yield OfferEvent([t.name for t in tools], len(self.registry.available()), self.grammar)
-        if (missing := self.missing(user_input)) is not None:
+        available = [t.name for t in self.registry.available()]
+        direct = self.grammar and self.shortlist is not None and self.shortlist.needs_none(user_input, available)
+        yield OfferEvent([t.name for t in tools], len(available), self.grammar, direct)
+        if (missing := self.missing(user_input, available)) is not None:
             yield missing
             yield AnswerEvent(missing.text)
             return
@@ -87,7 +88,7 @@ class Agent:
         done: tuple[Tool, str, str] | None = None  # the last successful call: its tool, input and Observation
         retried = False
         for step in range(self.max_steps):
-            grammar = build_grammar(tools, store.names()) if self.grammar else None
+            grammar = build_grammar([] if direct else tools, store.names()) if self.grammar else None
             try:
                 text, history = yield from self._stream(step, tools, user_input, history, steps, grammar)
             except ControllerError as exc:

@@ -26,6 +26,9 @@ RECENT_WEIGHT = 0.5  # how much the previous request counts beside the new one (
 # times the best available one's probability; chosen on assets/eval/missing-tools/dev.jsonl and the hand-written cases'
 # false alarms (`python bench/missing.py`, docs/benchmarks.md)
 MISSING_MIN, MISSING_RATIO = 0.05, 1.0
+# a request needs no tool when no available tool reaches this probability: the turn is answered directly (its
+# grammar allows no call); chosen on the hand-written cases (`python bench/missing.py`, docs/benchmarks.md)
+NO_TOOL_BELOW = 0.02
 
 
 class Named(Protocol):
@@ -100,6 +103,13 @@ class Shortlist:
         best = max(absent, key=lambda n: probs.get(n, 0.0))
         rival = max((probs.get(n, 0.0) for n in available), default=0.0)
         return best if probs.get(best, 0.0) >= max(MISSING_MIN, MISSING_RATIO * rival) else None
+
+    def needs_none(self, text: str, available: Sequence[str]) -> bool:
+        """True when the classifier finds no available tool likely for `text` (greetings, thanks, small talk)."""
+        if not available or not getattr(self.retriever, "probabilities", False):
+            return False
+        probs = self.retriever.scores([text])[0]
+        return max(probs.get(n, 0.0) for n in available) < NO_TOOL_BELOW
 
     def pick(self, user_input: str, history: Sequence[Turn], tools: Sequence[Named]) -> list:
         """The tools one chat turn offers, most likely first (as `offer` ranks their names)."""

@@ -5,7 +5,8 @@ the blind ones, whose tools are all here or none is needed, for a grid of the tw
     python bench/missing.py [--blind assets/eval/blind.jsonl] [--out FILE]
 
 A request is flagged when the classifier gives an absent tool at least MIN and RATIO times the best available one
-(`Shortlist.missing`). The settings are chosen on the dev files only; the blind column reports.
+(`Shortlist.missing`); below it, how many cases no available tool is likely for (`Shortlist.needs_none`: those turns
+are answered directly). The settings are chosen on the dev files only; the blind columns report.
 """
 from __future__ import annotations
 
@@ -61,6 +62,19 @@ def main() -> None:
         lines.append(f"| {setting[0]} | {setting[1]}{mark} | {right}/{len(absent)} | "
                      f"{flagged}/{len(absent)} | {alarms['dev']}/{len(here['dev'])} | "
                      f"{alarms['blind']}/{len(here['blind'])} |")
+    lines += ["", "No tool likely (`Shortlist.needs_none`): the cases answered directly, by the highest probability of "
+              "an available tool", "", "| below | tool cases answered directly dev | blind | no-tool cases answered "
+              "directly dev | blind |", "|---|---|---|---|---|"]
+    cases = {name: rows(path) for name, path in (("dev", args.dev), ("blind", args.blind))}
+    for below in (0.01, 0.02, 0.05, 0.1):
+        shortlist_module.NO_TOOL_BELOW = below
+        cells = []
+        for wanted in (True, False):
+            for name in ("dev", "blind"):
+                group = [r for r in cases[name] if bool(r["gold"]) == wanted]
+                cells.append(f"{sum(shortlist.needs_none(r['input'], available) for r in group)}/{len(group)}")
+        mark = " (shipped)" if below == 0.02 else ""
+        lines.append(f"| {below}{mark} | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -288,3 +288,23 @@ def test_a_request_for_a_tool_without_weights_is_answered_with_what_it_needs(box
     assert missing.tool == "Generate Image From User Input Text" and "fetch Text2Image" in missing.reason
     assert isinstance(events[-1], AnswerEvent) and events[-1].text == missing.text == session.history[-1].ai
     assert missing.text.startswith("I can't do that here") and not controller.prompts
+
+
+def test_a_turn_no_tool_is_likely_for_is_answered_directly(box_image):
+    from agent.events import OfferEvent
+    from agent.loop import Agent
+    from agent.session import ChatSession
+    registry = ToolRegistry.from_load("Image2Canny_cpu,Calculator_cpu")
+    shortlist, _ = load_shortlist(5, SHIPPED_RETRIEVER, registry.all())
+    available = [t.name for t in registry.available()]
+    for chat in ("thanks a lot!", "good night", "hi there"):
+        assert shortlist.needs_none(chat, available)
+    for request in ("detect the edges of this photo", "what is 19 * 29?", "edges"):
+        assert not shortlist.needs_none(request, available)
+    controller = ScriptedController(["Thought: Do I need to use a tool? No\nAI: You're welcome!"])
+    session = ChatSession()
+    session.add_image(box_image, registry)
+    events = list(session.send(Agent(controller, registry, shortlist=shortlist), "thanks a lot!"))
+    offer = next(e for e in events if isinstance(e, OfferEvent))
+    assert offer.direct and offer.tools  # the prompt still lists the likeliest tool; the grammar allows no call
+    assert "Action:" not in controller.grammars[0].gbnf and "No\\nAI:" in controller.grammars[0].gbnf
