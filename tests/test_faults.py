@@ -57,11 +57,13 @@ class Boom(Tool):
 
 def policy(prompt: str) -> str:
     """A tuned model: the tool the user names ('hang', 'boom', else edges) on the newest image, then an answer
-    that repeats the observation and the user's words."""
+    that repeats the observation and the user's words, and says an edge map is one."""
     turn = prompt.rpartition("New input:")[2]
     asked = turn.partition("\n")[0].strip()
     if "\nObservation: " in turn:
-        return f"Thought: Do I need to use a tool? No\nAI: {asked} -> {turn.rpartition('Observation: ')[2].strip()}"
+        seen = turn.rpartition("Observation: ")[2].strip()
+        kind = ", an edge map" if "_edge_" in seen else ""
+        return f"Thought: Do I need to use a tool? No\nAI: {asked} -> {seen}{kind}"
     tool = {"hang": "Hang On Image", "boom": "Boom On Image"}.get(asked.split()[0], "Edge Detection On Image")
     return f"Thought: Do I need to use a tool? Yes\nAction: {tool}\nAction Input: {last_image(prompt)}"
 

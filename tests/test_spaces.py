@@ -65,7 +65,7 @@ def test_on_gpu_is_a_no_op_off_zerogpu_and_wraps_with_spaces_gpu(monkeypatch, tm
     pool.add(pool.default, ScriptedController(["Thought: Do I need to use a tool? No\nAI: hi"]))
     build_app(ToolRegistry.from_load("Image2Canny_cpu"), pool, review_store=ReviewStore(tmp_path / "r.sqlite"))
     assert ("respond", 120) in wrapped and ("run_tool", 120) in wrapped  # a chat turn, a tool run
-    assert sum(name == "on_run" and seconds == 600 for name, seconds in wrapped) == 3  # the three evaluations
+    assert sum(name == "on_run" and seconds == 600 for name, seconds in wrapped) == 4  # the four evaluations
 
 
 @pytest.fixture(scope="module")
