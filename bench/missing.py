@@ -66,6 +66,7 @@ def main() -> None:
               "an available tool", "", "| below | tool cases answered directly dev | blind | no-tool cases answered "
               "directly dev | blind |", "|---|---|---|---|---|"]
     cases = {name: rows(path) for name, path in (("dev", args.dev), ("blind", args.blind))}
+    shipped = shortlist_module.NO_TOOL_BELOW
     for below in (0.01, 0.02, 0.05, 0.1):
         shortlist_module.NO_TOOL_BELOW = below
         cells = []
@@ -73,7 +74,7 @@ def main() -> None:
             for name in ("dev", "blind"):
                 group = [r for r in cases[name] if bool(r["gold"]) == wanted]
                 cells.append(f"{sum(shortlist.needs_none(r['input'], available) for r in group)}/{len(group)}")
-        mark = " (shipped)" if below == 0.02 else ""
+        mark = " (shipped)" if below == shipped else ""
         lines.append(f"| {below}{mark} | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)
