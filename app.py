@@ -118,7 +118,7 @@ def build_app(registry: ToolRegistry, controllers: ControllerPool, max_steps: in
                 if demo:
                     gr.Markdown(DEMO_NOTICE.format(what="Evaluation"))
                 else:
-                    build_evaluate_tab(controllers)
+                    build_evaluate_tab(controllers, registry)
         if not demo:
             _wire_load_in_chat(train, chat, tabs)
             app.load(*train.on_load)

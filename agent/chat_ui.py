@@ -15,7 +15,7 @@ from visual_tools.zerogpu import on_gpu
 
 from .controller import Capability, ControllerError
 from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, MissingToolEvent, ObservationEvent, OfferEvent,
-                     ThoughtEvent, ToolCallEvent)
+                     RetryEvent, ThoughtEvent, ToolCallEvent)
 from .factory import ControllerSpec, engines_for
 from .loop import Agent
 from .pool import ControllerPool
@@ -138,6 +138,10 @@ def render_event(messages: list[gr.ChatMessage], event: Event, store: ImageStore
                 "title": f"⚠️ Step {event.step + 1}: format error", "status": "done"}))
         if event.image:
             messages.append(_image_message(store, event.image))
+    elif isinstance(event, RetryEvent):
+        _drop_draft(messages, event.step)
+        messages.append(gr.ChatMessage(content=event.copied, metadata={
+            "title": "↩️ that answer repeated an earlier one: asked again without the history", "status": "done"}))
     elif isinstance(event, MissingToolEvent):
         messages.append(gr.ChatMessage(content=event.reason, metadata={
             "title": f"🧩 needs {event.tool}: not loaded here", "status": "done"}))

@@ -50,6 +50,13 @@ class ObservationEvent(Event):
 
 
 @dataclass
+class RetryEvent(Event):
+    """Step `step`'s answer repeated an earlier one (`copied`): the turn starts again with only the uploads in view."""
+    step: int
+    copied: str
+
+
+@dataclass
 class MissingToolEvent(Event):
     """The request needs `tool`, which is not available here (`reason`: what it needs); `text` is the answer."""
     tool: str

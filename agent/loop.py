@@ -10,9 +10,9 @@ from visual_tools.image_store import IMAGE_NAME
 
 from .controller import Controller, ControllerError, PromptTooLong
 from .events import (AnswerEvent, DraftEvent, ErrorEvent, Event, MissingToolEvent, ObservationEvent, OfferEvent,
-                     ThoughtEvent, ToolCallEvent)
+                     RetryEvent, ThoughtEvent, ToolCallEvent)
 from .grammar import Grammar, build_grammar
-from .history import HISTORY_TURNS, plain, prompt_history, uploads_only
+from .history import HISTORY_TURNS, plain, prompt_history, short_answer, uploads_only
 from .parsing import Final, ParseError, parse_step, trim_repetition
 from .prompts import DEFAULT_TEMPLATE, STOP, ScratchStep, Turn, render_prompt, render_step
 from .shortlist import Shortlist
@@ -74,11 +74,12 @@ class Agent:
         return MissingToolEvent(name, reason, text)
 
     def run(self, user_input: str, history: list[Turn], store: ImageStore) -> Iterator[Event]:
-        said = {plain(t.ai) for t in history}
+        said = {plain(a) for t in history for a in (t.ai, short_answer(t.ai))}  # as given, and as the prompt shows it
         history = prompt_history(history, self.history_turns)
         tools = self.offered(user_input, history)
         available = [t.name for t in self.registry.available()]
-        direct = self.grammar and self.shortlist is not None and self.shortlist.needs_none(user_input, available)
+        direct = self.grammar and self.shortlist is not None and self.shortlist.needs_none(user_input, available,
+                                                                                              history)
         yield OfferEvent([t.name for t in tools], len(available), self.grammar, direct)
         if (missing := self.missing(user_input, available)) is not None:
             yield missing
@@ -86,8 +87,8 @@ class Agent:
             return
         steps: list[ScratchStep] = []
         done: tuple[Tool, str, str] | None = None  # the last successful call: its tool, input and Observation
-        retried = False
-        for step in range(self.max_steps):
+        retried, step, limit = False, 0, self.max_steps
+        while step < limit:
             grammar = build_grammar([] if direct else tools, store.names()) if self.grammar else None
             try:
                 text, history = yield from self._stream(step, tools, user_input, history, steps, grammar)
@@ -101,7 +102,8 @@ class Agent:
                     # an earlier answer copied out of the history: the turn once more, shown only the uploads
                     log.info("answer copied from the history (%r): the turn again without it", answer)
                     retried, history, steps, done = True, uploads_only(history), [], None
-                    yield ThoughtEvent(step, "")  # the copy's draft goes; nothing is shown for it
+                    yield RetryEvent(step, answer)
+                    step, limit = step + 1, step + 1 + self.max_steps  # the retry has a whole turn's steps
                     continue
                 yield ThoughtEvent(step, parsed.thought)
                 if done is not None and not done[0].found(answer, done[2]):
@@ -112,6 +114,7 @@ class Agent:
             if isinstance(parsed, ParseError):
                 yield ObservationEvent(step, None, parsed.message, error=True)
                 steps.append(ScratchStep(parsed.text.strip(), parsed.message))
+                step += 1
                 continue
             yield ThoughtEvent(step, parsed.thought)
             yield ToolCallEvent(step, parsed.tool, parsed.tool_input)
@@ -129,6 +132,7 @@ class Agent:
                 observation = f"Error: {name} failed: {type(exc).__name__}: {exc}"
             yield ObservationEvent(step, name, observation, image, time.monotonic() - started, error)
             steps.append(ScratchStep(render_step(parsed.thought, name, parsed.tool_input), observation))
+            step += 1
         yield ErrorEvent(f"{STOPPED} ({self.max_steps} steps without a final answer)")
 
 

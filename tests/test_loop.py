@@ -220,7 +220,23 @@ def test_an_answer_copied_from_the_history_is_retried_once_without_it(box_image)
     session.history.append(Turn("what is 7 * 7?", "Here is the result: 49."))
     controller = ScriptedController(["Thought: Do I need to use a tool? No\nAI: Here is the result: 49.",
                                      "Thought: Do I need to use a tool? No\nAI: You're welcome!"])
-    events = list(session.send(Agent(controller, registry), "thanks"))
+    events = list(session.send(Agent(controller, registry, max_steps=1), "thanks"))  # a retry has a turn's steps
     assert events[-1].text == "You're welcome!"
+    retry = next(e for e in events if type(e).__name__ == "RetryEvent")
+    assert retry.copied == "Here is the result: 49."
     assert "what is 7 * 7" in controller.prompts[0] and "what is 7 * 7" not in controller.prompts[1]
     assert "Provide an image named" in controller.prompts[1]  # the upload stays
+
+
+def test_an_image_tool_without_a_result_word_keeps_an_answer_that_names_its_file(box_image):
+    class Painter(Tool):
+        name, description, output, purpose = "Paint", "paints", "image_path", "paints"
+        inputs = (Input("image_path", "image_path"),)
+
+        def forward(self, image_path):
+            from PIL import Image
+            return Image.new("RGB", (8, 8))
+    events, *_ = run([lambda p: CALL.format(tool="Paint", arg=last_image(p)),
+                      lambda p: f"Thought: Do I need to use a tool? No\nAI: Painted: {last_image(p)}"],
+                     box_image, tools=[Painter()])
+    assert events[-1].text.startswith("Painted: image/")  # "the new image" names nothing to look for

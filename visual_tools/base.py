@@ -251,14 +251,16 @@ class Tool:
 
     def found(self, answer: str, observation: str) -> bool:
         """Whether a final answer states this call's result: an image's file name, what it is (a word of `result`
-        outside the file names) and the numbers of its note; most words of a short text result (a long one, e.g. a
-        passage, the model may sum up in its own words)."""
+        outside the file names, where `result` names more than "the new image") and the numbers of its note; most
+        words of a short text result (a long one, e.g. a passage, the model may sum up in its own words)."""
         if self.output == "image_path":
             from .image_store import IMAGE_NAME  # image_store imports this module
             name, _, note = observation.partition(" (")
-            stems = {w[:4] for w in re.findall(r"[a-z]{4,}", IMAGE_NAME.sub(" ", answer).lower())}
+            words = IMAGE_NAME.sub(" ", answer).lower()  # file names hold digits and tool words of their own
+            stems = {w[:4] for w in re.findall(r"[a-z]{4,}", words)}
             meant = {w[:4] for w in re.findall(r"[a-z]{4,}", self.result)} - {"imag", "with"}
-            return name in answer and bool(stems & meant) and all(n in answer for n in re.findall(r"\d+", note))
+            return (name in answer and (not meant or bool(stems & meant))
+                    and all(n in re.findall(r"\d+", words) for n in re.findall(r"\d+", note)))
         words = set(re.findall(r"[a-z]{3,}|\d+", observation.lower()))
         return len(words) > 24 or len(words & set(re.findall(r"[a-z]{3,}|\d+", answer.lower()))) * 2 >= len(words)
 

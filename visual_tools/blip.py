@@ -44,8 +44,9 @@ class ImageCaptioning(_Blip):
                  "I can't see the image well; describe it, please.")
 
     def captions(self) -> bool:
-        """True where BLIP's checkpoint is here; else the tool names objects with the offline classifier."""
-        return hub_availability(type(self), self.checkpoint)[0]
+        """True where BLIP's checkpoint is here (and the classifier is not already loaded in its place); else the tool
+        names objects with the offline classifier."""
+        return not hasattr(self, "classifier") and hub_availability(type(self), self.checkpoint)[0]
 
     @property
     def backend(self) -> str:  # type: ignore[override]

@@ -45,7 +45,9 @@ def annotate(path: Path, known: dict, registry: ToolRegistry) -> Annotation:
     annotation = Annotation(entry.get("caption", ""), dict(entry.get("objects", {})))
     for class_name, attr in (("ImageCaptioning", "caption"), ("TextDetection", "text")):
         tool = registry.by_class(class_name)
-        if not getattr(annotation, attr) and tool is not None and tool.availability()[0]:
+        # the offline classifier's object names are no caption (the chat's uploads get none from it either)
+        usable = tool is not None and (tool.captions() if class_name == "ImageCaptioning" else tool.availability()[0])
+        if not getattr(annotation, attr) and usable:
             result = str(tool(image_path=path))
             if not result.startswith("No text"):
                 setattr(annotation, attr, result)

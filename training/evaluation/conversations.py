@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.history import plain
-from agent.events import AnswerEvent, ErrorEvent, MissingToolEvent, ObservationEvent, ToolCallEvent
+from agent.events import AnswerEvent, ErrorEvent, MissingToolEvent, ObservationEvent, RetryEvent, ToolCallEvent
 from agent.loop import Agent
 from agent.session import ChatSession
 from visual_tools import ImageStore, Tool, ToolInputError, ToolRegistry
@@ -82,7 +82,9 @@ def run_conversation(conversation: dict[str, Any], agent: Agent, registry: ToolR
         gold = [(s["tool"], ", ".join(names.get(a, a) for a in s["args"])) for s in turn["gold"]]
         calls, answer, missing, started = [], "", None, time.monotonic()
         for event in session.send(agent, turn["input"]):
-            if isinstance(event, ToolCallEvent):
+            if isinstance(event, RetryEvent):
+                calls = []  # the turn starts again: what it called before does not count
+            elif isinstance(event, ToolCallEvent):
                 calls.append((event.tool, event.tool_input))
             elif isinstance(event, ObservationEvent) and event.image:
                 last = event.image

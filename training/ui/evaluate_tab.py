@@ -28,8 +28,9 @@ def case_choices() -> list[str]:
             *(c for c in datasets_choices() if not c.startswith("review:"))]
 
 
-def build_evaluate_tab(controllers: ControllerPool) -> None:
-    """Build the Evaluate tab inside the current gr.Blocks (it wires itself: nothing to return)."""
+def build_evaluate_tab(controllers: ControllerPool, registry: ToolRegistry | None = None) -> None:
+    """Build the Evaluate tab inside the current gr.Blocks (it wires itself: nothing to return). `registry`: the
+    app's tools, which the conversations run (every tool, on its default device, when None)."""
     with gr.Row():
         with gr.Column(scale=2):
             data = gr.Dropdown(case_choices(), value=None, allow_custom_value=True,
@@ -94,17 +95,19 @@ def build_evaluate_tab(controllers: ControllerPool) -> None:
               api_name="evaluate", concurrency_id="controller")
     with gr.Accordion("Conversations: success per turn, repeated answers, missing tools", open=False,
                       elem_id="eval-conversations"):
-        build_conversation_eval(controllers)
+        build_conversation_eval(controllers, registry)
     with gr.Accordion("BFCL: function-calling AST accuracy, with and without self-refinement", open=False):
         build_bfcl_eval(controllers)
     with gr.Accordion("Toolformer: math word problems with and without calls", open=False):
         build_toolformer_eval()
 
 
-def build_conversation_eval(controllers: ControllerPool) -> None:
-    """The multi-turn set through the Chat's own session and agent (shortlist and grammar on), scored per turn."""
+def build_conversation_eval(controllers: ControllerPool, registry: ToolRegistry | None) -> None:
+    """The multi-turn set through the session and agent the Chat runs (shortlist and grammar on) on the app's own
+    tools, scored per turn."""
     from agent.history import HISTORY_TURNS
     from agent.loop import Agent
+    from agent.shortlist import DEFAULT_K
 
     from ..evaluation.conversations import CONVERSATIONS, evaluate_conversations, load_conversations
     from ..evaluation.conversations import summary as turn_summary
@@ -128,10 +131,10 @@ def build_conversation_eval(controllers: ControllerPool) -> None:
             model = controllers.get(spec)
         except (OSError, ValueError, ControllerError) as exc:
             raise gr.Error(str(exc)) from None
-        registry = ToolRegistry.from_load()
-        chosen, note = load_shortlist(5, retriever_folder(spec.adapter), registry.all())
+        tools = registry or ToolRegistry.from_load()
+        chosen, note = load_shortlist(DEFAULT_K, retriever_folder(spec.adapter), tools.all())
         results = evaluate_conversations(progress.tqdm(conversations, desc="conversations"), lambda: Agent(
-            model, registry, history_turns=int(window_), shortlist=chosen, template=spec.template), registry)
+            model, tools, history_turns=int(window_), shortlist=chosen, template=spec.template), tools)
         return f"**{model.name}** on {len(conversations)} conversations\n\n{turn_summary(results)}" + (
             f"\n\n{note}" if note else "")
 
