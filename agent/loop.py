@@ -78,8 +78,7 @@ class Agent:
         history = prompt_history(history, self.history_turns)
         tools = self.offered(user_input, history)
         available = [t.name for t in self.registry.available()]
-        direct = self.grammar and self.shortlist is not None and self.shortlist.needs_none(user_input, available,
-                                                                                              history)
+        direct = self.grammar and self.shortlist is not None and self.shortlist.needs_none(user_input, available)
         yield OfferEvent([t.name for t in tools], len(available), self.grammar, direct)
         if (missing := self.missing(user_input, available)) is not None:
             yield missing

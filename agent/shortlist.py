@@ -104,12 +104,14 @@ class Shortlist:
         rival = max((probs.get(n, 0.0) for n in available), default=0.0)
         return best if probs.get(best, 0.0) >= max(MISSING_MIN, MISSING_RATIO * rival) else None
 
-    def needs_none(self, text: str, available: Sequence[str], history: Sequence[Turn] = ()) -> bool:
-        """True when the classifier finds no available tool likely for `text` (greetings, thanks, small talk), the
-        previous request weighed in as the shortlist ranks ("again please" after "find the edges" is a request)."""
+    def needs_none(self, text: str, available: Sequence[str]) -> bool:
+        """True when the classifier finds no available tool likely for `text` (greetings, thanks, small talk). The
+        request alone decides: weighing the previous one in (as `scored` does) also let goodbyes after a tool
+        request call a tool again (measured on the multi-turn set: docs/benchmarks.md)."""
         if not available or not getattr(self.retriever, "probabilities", False):
             return False
-        return self.scored(text, available, history)[0][1] < NO_TOOL_BELOW
+        probs = self.retriever.scores([text])[0]
+        return max(probs.get(n, 0.0) for n in available) < NO_TOOL_BELOW
 
     def pick(self, user_input: str, history: Sequence[Turn], tools: Sequence[Named]) -> list:
         """The tools one chat turn offers, most likely first (as `offer` ranks their names)."""

@@ -301,9 +301,6 @@ def test_a_turn_no_tool_is_likely_for_is_answered_directly(box_image):
         assert shortlist.needs_none(chat, available)
     for request in ("detect the edges of this photo", "what is 19 * 29?", "edges"):
         assert not shortlist.needs_none(request, available)
-    assert shortlist.needs_none("again please", available)
-    asked = [Turn("detect the edges of this photo", "Here is the edge map: image/1a2b3c4d_edge_0a0a0a0a_0a0a0a0a.png")]
-    assert not shortlist.needs_none("again please", available, asked)  # a follow-up of a request is one
     controller = ScriptedController(["Thought: Do I need to use a tool? No\nAI: You're welcome!"])
     session = ChatSession()
     session.add_image(box_image, registry)
