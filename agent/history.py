@@ -35,7 +35,7 @@ def prompt_history(history: list[Turn], limit: int = HISTORY_TURNS) -> list[Turn
     """The recent window, answers cut short; the newest upload stays in front when the window lost it
     (GPT4Tools' "Provide an image named ..." turn is how the model knows which image is meant)."""
     window = recent(history, limit)
-    uploads = [t for t in history if t.human.startswith(IMAGE_TURN)]
+    uploads = uploads_only(history)
     if uploads and uploads[-1] not in window:
         window = [uploads[-1], *window]
     return [Turn(t.human, short_answer(t.ai)) for t in window]
